@@ -1,0 +1,193 @@
+"""The one queue model: arrivals, drain, wait, load (numpy, no Gymnasium).
+
+Provenance: the transition and reward of Shah et al. (AAAI 2020), Section "MDP Model", with
+SPEC §2's reading (the history typo h'_d = h_c fixed to h'_d = h_d).
+
+Every face (the Gymnasium env, the PettingZoo duel, the evaluation) advances days through
+:class:`ScreeningDay`, so there is exactly one implementation of the queues. One step is one
+arriving passenger:
+
+1. Drain: ξ_r ← max(ξ_r - (τ_new - τ_old) f_r, 0).
+2. The policy picks π ∈ Δ^T for the passenger.
+3. Wait of team t: w_t = max_{r∈t} ξ_r / f_r; the passenger's wait is Σ_t π_t w_t (expected
+   mode) or w_{t*} with t* ~ π (sampled mode).
+4. Load: ξ_r += Σ_{t∋r} π_t (expected) or ξ_r += 1 for r ∈ t* (sampled).
+5. h_c += 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats
+
+from tsg_envs.game import Game
+
+QueueMode = Literal["expected", "sampled"]
+
+__all__ = ["Arrivals", "sample_arrivals", "ScreeningDay", "StepResult", "team_waits"]
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """One day's passengers in arrival order.
+
+    Attributes:
+        times: (N,) arrival times, minutes from the day start, non-decreasing.
+        categories: (N,) category c = θ·|K| + κ of each passenger.
+        thetas: (N,) risk level θ.
+        flights: (N,) flight κ.
+    """
+
+    times: np.ndarray
+    categories: np.ndarray
+    thetas: np.ndarray
+    flights: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.times.shape[0])
+
+
+def sample_arrivals(game: Game, rng: np.random.Generator) -> Arrivals:
+    """Draw one day's passengers: each of flight κ's n_κ passengers arrives at d_κ - X.
+
+    X ~ Normal(arrival_mean, arrival_std) truncated to [arrival_cutoff, arrival_mean + 3 std]
+    (std = 0: X = arrival_mean); θ ~ q_θ independently. Sorted by time (stable, so ties keep
+    flight order).
+    """
+    flights = np.repeat(np.arange(game.n_flights), game.flight_sizes)
+    n = flights.shape[0]
+    mean, std, cutoff = game.arrival_mean, game.arrival_std, game.arrival_cutoff
+    if std > 0:
+        a, b = (cutoff - mean) / std, 3.0
+        x = stats.truncnorm.rvs(a, b, loc=mean, scale=std, size=n, random_state=rng)
+    else:
+        x = np.full(n, mean)
+    times = game.departures[flights] - x
+    thetas = rng.choice(game.n_risk_levels, size=n, p=game.risk_mix)
+    order = np.argsort(times, kind="stable")
+    times, flights, thetas = times[order], flights[order], thetas[order]
+    times = np.clip(times, 0.0, game.day_length)
+    return Arrivals(
+        times=times,
+        categories=thetas * game.n_flights + flights,
+        thetas=thetas,
+        flights=flights,
+    )
+
+
+def team_waits(queues: np.ndarray, rates: np.ndarray, team_members: np.ndarray) -> np.ndarray:
+    """w_t = max_{r∈t} ξ_r / f_r for queues (..., R); returns (..., T)."""
+    minutes = queues / rates
+    return (minutes[..., None, :] * team_members).max(axis=-1)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one passenger's screening did.
+
+    Attributes:
+        queues: ξ (passengers) after draining, before this passenger's load, (R,).
+        waits: every team's wait w_t at that moment, (T,).
+        wait: the passenger's wait (expected or realised), minutes.
+        team: the drawn team in sampled mode, else -1.
+    """
+
+    queues: np.ndarray
+    waits: np.ndarray
+    wait: float
+    team: int
+
+
+class ScreeningDay:
+    """One day of the queue model, advanced one passenger at a time.
+
+    The state ⟨c, ξ, h, τ⟩ is held in ``queues`` (ξ, drained to the current passenger's
+    arrival), ``history`` (h), ``index`` (which passenger is waiting) and the arrivals.
+    """
+
+    def __init__(self, game: Game, queue_mode: QueueMode = "expected") -> None:
+        if queue_mode not in ("expected", "sampled"):
+            raise ValueError(f"queue_mode must be 'expected' or 'sampled', got {queue_mode!r}")
+        self.game = game
+        self.queue_mode = queue_mode
+        self._rates = game.rates
+        self._members = game.team_members.astype(float)
+        self._member_lists = [np.flatnonzero(row) for row in game.team_members]
+        self.arrivals: Arrivals | None = None
+        self.queues = np.zeros(game.n_resources)
+        self.history = np.zeros(game.n_categories, dtype=np.int64)
+        self.index = 0
+        self.clock = 0.0
+
+    # State ---------------------------------------------------------------------------
+    def reset(self, arrivals: Arrivals) -> None:
+        """Start a day with empty queues; the clock is at the first passenger's arrival."""
+        if len(arrivals) == 0:
+            raise ValueError("a day needs at least one passenger")
+        self.arrivals = arrivals
+        self.queues = np.zeros(self.game.n_resources)
+        self.history = np.zeros(self.game.n_categories, dtype=np.int64)
+        self.index = 0
+        self.clock = float(arrivals.times[0])
+
+    @property
+    def done(self) -> bool:
+        """Whether every passenger of the day has been screened."""
+        return self.arrivals is None or self.index >= len(self.arrivals)
+
+    @property
+    def category(self) -> int:
+        """Category of the passenger waiting for a decision (-1 after the last)."""
+        return -1 if self.done else int(self.arrivals.categories[self.index])
+
+    @property
+    def theta(self) -> int:
+        """θ of the waiting passenger (-1 after the last)."""
+        return -1 if self.done else int(self.arrivals.thetas[self.index])
+
+    @property
+    def flight(self) -> int:
+        """κ of the waiting passenger (-1 after the last)."""
+        return -1 if self.done else int(self.arrivals.flights[self.index])
+
+    def waits(self) -> np.ndarray:
+        """Each team's current wait w_t, minutes, (T,)."""
+        return team_waits(self.queues, self._rates, self._members)
+
+    # Transition ------------------------------------------------------------------------
+    def step(self, allocation: np.ndarray, rng: np.random.Generator | None = None) -> StepResult:
+        """Screen the waiting passenger with ``allocation`` (on the simplex) and advance.
+
+        Args:
+            allocation: π, (T,), non-negative and summing to one (the caller checks).
+            rng: Draws the team in sampled mode.
+
+        Returns:
+            The :class:`StepResult` of this passenger.
+        """
+        if self.done:
+            raise RuntimeError("the day is over: reset before stepping")
+        queues_before = self.queues.copy()
+        waits = self.waits()
+        if self.queue_mode == "expected":
+            wait = float(allocation @ waits)
+            self.queues += allocation @ self._members
+            team = -1
+        else:
+            if rng is None:
+                raise ValueError("sampled queue mode needs an rng")
+            cum = np.cumsum(allocation)
+            team = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
+            team = min(team, allocation.shape[0] - 1)
+            wait = float(waits[team])
+            self.queues[self._member_lists[team]] += 1.0
+        self.history[self.arrivals.categories[self.index]] += 1
+        self.index += 1
+        if not self.done:
+            t_new = float(self.arrivals.times[self.index])
+            self.queues = np.maximum(self.queues - (t_new - self.clock) * self._rates, 0.0)
+            self.clock = t_new
+        return StepResult(queues=queues_before, waits=waits, wait=wait, team=team)

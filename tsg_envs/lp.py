@@ -1,0 +1,267 @@
+"""The static window LP of Brown et al. (2016) / McCarthy et al. (2017), one LP per window.
+
+Provenance: the paper (Shah et al., AAAI 2020, Section "Experiments") compares against this LP
+and takes its per-level risk ψ_θ as the bound for the online agent; SPEC §4 fixes the details
+(expected rather than sampled counts, overload stretch, ties, empty windows).
+
+For window w with expected arrivals N_{c,w}:
+
+    maximise   Σ_θ P_θ u_θ
+    subject to u_θ ≤ -(1 - z_{c,m}) L_{κ,m}       for c = ⟨θ,κ⟩ with N_{c,w} > 0, all m
+               z_{c,m} = Σ_t E_{t,m} π_{c,t},  Σ_t π_{c,t} = 1,  π ≥ 0,  u_θ ≤ 0
+               Σ_c Σ_{t∋r} N_{c,w} π_{c,t} ≤ λ_w f_r |w|   for every resource r
+
+λ_w = 1 unless the window is over capacity; then λ_w is the smallest common stretch that makes
+it feasible. Ties: among the optima (objective within 1e-9 relative) a second LP maximises the
+unweighted Σ_θ u_θ, which gives detection to the rarer levels first; HiGHS's simplex is
+deterministic, so the same game always gives the same policy.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
+
+from tsg_envs.game import Game, arrival_window_probabilities
+
+__all__ = ["WindowLPSolution", "solve_window_lp", "window_edges", "min_risk_allocations"]
+
+#: Expected counts below this are reported as 0 and their categories left unconstrained.
+COUNT_EPS = 1e-9
+
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class WindowLPSolution:
+    """The static window LP's solution over one day.
+
+    Attributes:
+        psi: ψ^LP_θ = max_w (-P_θ u*_{θ,w}), shape (Θ,).
+        policy: π_{c,w}: (W, C, T); rows of categories with zero expected count hold the
+            allocation that minimises that category's worst-method risk.
+        window_edges: (W + 1,) minutes from the day start.
+        stretch: λ_w, (W,); 1 unless the window is over capacity.
+        expected_counts: N_{c,w}, (W, C); values below 1e-9 set to 0.
+        utility: u*_{θ,w}, (W, Θ); 0 where the window has no passenger of level θ.
+        window_minutes: The window length asked for (None: one window spanning the day).
+    """
+
+    psi: np.ndarray
+    policy: np.ndarray
+    window_edges: np.ndarray
+    stretch: np.ndarray
+    expected_counts: np.ndarray
+    utility: np.ndarray
+    window_minutes: float | None
+
+    def __post_init__(self) -> None:
+        for name in ("psi", "policy", "window_edges", "stretch", "expected_counts", "utility"):
+            getattr(self, name).setflags(write=False)
+
+    @property
+    def n_windows(self) -> int:
+        """W."""
+        return int(self.stretch.shape[0])
+
+    def window_of(self, time: float | np.ndarray) -> np.ndarray:
+        """Index of the window holding ``time`` (minutes from the day start), clipped."""
+        idx = np.searchsorted(self.window_edges, time, side="right") - 1
+        return np.clip(idx, 0, self.n_windows - 1)
+
+    def action(self, time: float | np.ndarray, category: int | np.ndarray) -> np.ndarray:
+        """The LP policy's allocation for a passenger of ``category`` arriving at ``time``."""
+        return self.policy[self.window_of(time), category]
+
+
+def window_edges(game: Game, window_minutes: float | None) -> np.ndarray:
+    """Window edges from the day start: every ``window_minutes``, the last one cut at the day's
+    end (a remainder shorter than a minute is merged into the previous window)."""
+    if window_minutes is None:
+        return np.array([0.0, game.day_length])
+    if not window_minutes > 0:
+        raise ValueError(f"window_minutes must be > 0 or None, got {window_minutes}")
+    edges = np.arange(0.0, game.day_length, float(window_minutes))
+    if game.day_length - edges[-1] < 1.0 and len(edges) > 1:
+        edges = edges[:-1]
+    return np.append(edges, game.day_length)
+
+
+def min_risk_allocations(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """For every category, the allocation minimising max_m (1 - z_m) L_{κ,m} (one block LP).
+
+    Returns:
+        (policy (C, T), risk (C,)) with risk = P_θ · min_π max_m (1 - z_m) L_{κ,m}, the smallest
+        ψ_θ each category admits.
+    """
+    t, m, k = game.n_teams, game.n_methods, game.n_flights
+    # Per flight (the allocation does not depend on θ): vars [π (K·T), ρ (K)], min Σ ρ.
+    # rows: -L_{κ,m} E_{:,m}·π_κ - ρ_κ <= -L_{κ,m};  Σ π_κ = 1
+    n = k * t + k
+    rows_a, cols_a, vals_a = [], [], []
+    for kappa in range(k):
+        for mm in range(m):
+            r = kappa * m + mm
+            rows_a += [r] * t + [r]
+            cols_a += list(range(kappa * t, kappa * t + t)) + [k * t + kappa]
+            vals_a += list(-game.attack_loss[kappa, mm] * game.team_efficacy[:, mm]) + [-1.0]
+    a_ub = sparse.csr_array((vals_a, (rows_a, cols_a)), shape=(k * m, n))
+    b_ub = -game.attack_loss.reshape(-1)
+    a_eq = sparse.csr_array(
+        (np.ones(k * t), (np.repeat(np.arange(k), t), np.arange(k * t))), shape=(k, n)
+    )
+    cost = np.concatenate([np.zeros(k * t), np.ones(k)])
+    res = linprog(
+        cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(k),
+        bounds=[(0, None)] * (k * t) + [(None, None)] * k, method="highs",
+    )
+    if res.status != 0:  # pragma: no cover - the problem is always feasible
+        raise RuntimeError(f"min-risk LP failed: {res.message}")
+    pi = np.clip(res.x[: k * t].reshape(k, t), 0.0, None)
+    pi /= pi.sum(axis=1, keepdims=True)
+    worst = (1.0 - pi @ game.team_efficacy) * game.attack_loss  # (K, M)
+    rho = worst.max(axis=1)
+    policy = np.tile(pi, (game.n_risk_levels, 1))
+    risk = (game.attacker_prior[:, None] * rho[None, :]).reshape(-1)
+    return policy, risk
+
+
+def _solve_window(
+    game: Game, counts: np.ndarray, length: float, fallback: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Solve one window's LP. Returns (policy (C, T), utility (Θ,), stretch)."""
+    t, m, k, r = game.n_teams, game.n_methods, game.n_flights, game.n_resources
+    n_theta = game.n_risk_levels
+    active = np.flatnonzero(counts > 0)
+    policy = fallback.copy()
+    utility = np.zeros(n_theta)
+    if active.size == 0:
+        return policy, utility, 1.0
+    na = active.size
+    thetas, flights = np.divmod(active, k)
+    act_theta = np.unique(thetas)
+    theta_col = {th: i for i, th in enumerate(act_theta)}
+    nu = act_theta.size
+    n_pi = na * t
+    n = n_pi + nu
+
+    # Simplex rows.
+    a_eq_pi = sparse.csr_array(
+        (np.ones(n_pi), (np.repeat(np.arange(na), t), np.arange(n_pi))), shape=(na, n_pi)
+    )
+    # Capacity rows: load_r = Σ_c N_c Σ_{t∋r} π_{c,t}.
+    members = game.team_members.astype(float)  # (T, R)
+    cap_vals = (counts[active][:, None, None] * members[None, :, :])  # (na, T, R)
+    ci, ti, ri = np.nonzero(cap_vals)
+    a_cap_pi = sparse.csr_array(
+        (cap_vals[ci, ti, ri], (ri, ci * t + ti)), shape=(r, n_pi)
+    )
+    capacity = game.rates * length
+
+    # 1. Stretch: min λ s.t. load_r - λ f_r |w| <= 0.
+    lam = 1.0
+    a_st = sparse.hstack([a_cap_pi, sparse.csr_array(-capacity[:, None])]).tocsr()
+    a_eq_st = sparse.hstack([a_eq_pi, sparse.csr_array((na, 1))]).tocsr()
+    res = linprog(
+        np.concatenate([np.zeros(n_pi), [1.0]]), A_ub=a_st, b_ub=np.zeros(r),
+        A_eq=a_eq_st, b_eq=np.ones(na), bounds=(0, None), method="highs",
+    )
+    if res.status != 0:  # pragma: no cover
+        raise RuntimeError(f"window stretch LP failed: {res.message}")
+    if res.x[-1] > 1.0:
+        lam = float(res.x[-1]) * (1.0 + 1e-7)
+
+    # 2. Main LP. Risk rows: u_θ - L_{κ,m} Σ_t E_{t,m} π_{c,t} <= -L_{κ,m}.
+    loss = game.attack_loss[flights]  # (na, M)
+    risk_vals = -loss[:, :, None] * game.team_efficacy.T[None, :, :]  # (na, M, T)
+    rr = (np.arange(na)[:, None, None] * m + np.arange(m)[None, :, None]) * np.ones((1, 1, t))
+    cc = (np.arange(na)[:, None, None] * t + np.arange(t)[None, None, :]) * np.ones((1, m, 1))
+    a_risk_pi = sparse.csr_array(
+        (risk_vals.reshape(-1), (rr.reshape(-1).astype(int), cc.reshape(-1).astype(int))),
+        shape=(na * m, n_pi),
+    )
+    ucols = np.array([theta_col[th] for th in thetas])
+    a_risk_u = sparse.csr_array(
+        (np.ones(na * m), (np.arange(na * m), np.repeat(ucols, m))), shape=(na * m, nu)
+    )
+    a_ub = sparse.vstack(
+        [
+            sparse.hstack([a_risk_pi, a_risk_u]),
+            sparse.hstack([a_cap_pi, sparse.csr_array((r, nu))]),
+        ]
+    ).tocsr()
+    b_ub = np.concatenate([-loss.reshape(-1), lam * capacity])
+    a_eq = sparse.hstack([a_eq_pi, sparse.csr_array((na, nu))]).tocsr()
+    b_eq = np.ones(na)
+    bounds = [(0, None)] * n_pi + [(-float(game.attack_loss.max()), 0.0)] * nu
+    prior = game.attacker_prior[act_theta]
+    cost = np.concatenate([np.zeros(n_pi), -prior])
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds,
+                  method="highs")
+    if res.status != 0:  # pragma: no cover
+        raise RuntimeError(f"window LP failed: {res.message}")
+    best = -res.fun
+    # 3. Tie-break: keep Σ P u >= best - tol, maximise Σ u.
+    tol = 1e-9 * max(1.0, abs(best))
+    a_ub2 = sparse.vstack([a_ub, sparse.csr_array(cost[None, :])]).tocsr()
+    b_ub2 = np.concatenate([b_ub, [-best + tol]])
+    cost2 = np.concatenate([np.zeros(n_pi), -np.ones(nu)])
+    res2 = linprog(cost2, A_ub=a_ub2, b_ub=b_ub2, A_eq=a_eq, b_eq=b_eq, bounds=bounds,
+                   method="highs")
+    x = res2.x if res2.status == 0 else res.x
+    pi = np.clip(x[:n_pi].reshape(na, t), 0.0, None)
+    pi /= pi.sum(axis=1, keepdims=True)
+    policy[active] = pi
+    # Report the utility the (cleaned) policy actually achieves: min over its categories.
+    achieved = -((1.0 - pi @ game.team_efficacy) * loss).max(axis=1)  # (na,)
+    for th in act_theta:
+        utility[th] = achieved[thetas == th].min()
+    return policy, utility, lam
+
+
+def solve_window_lp(game: Game, window_minutes: float | None = 60.0) -> WindowLPSolution:
+    """Solve the static window LP over the game's day (cached per instance and window length).
+
+    Args:
+        game: The instance.
+        window_minutes: Window length; None gives one window spanning the whole day (the paper's
+            single time-window setting).
+
+    Returns:
+        The :class:`WindowLPSolution`.
+    """
+    cache_key = None if game.key is None else (game.key, window_minutes)
+    if cache_key is not None and cache_key in _CACHE:
+        _CACHE.move_to_end(cache_key)
+        return _CACHE[cache_key]
+    edges = window_edges(game, window_minutes)
+    probs = arrival_window_probabilities(game, edges)  # (W, K)
+    counts = (probs[:, None, :] * game.risk_mix[None, :, None] * game.flight_sizes).reshape(
+        len(edges) - 1, game.n_categories
+    )
+    counts[counts < COUNT_EPS] = 0.0
+    fallback, _ = min_risk_allocations(game)
+    n_w = len(edges) - 1
+    policy = np.empty((n_w, game.n_categories, game.n_teams))
+    utility = np.zeros((n_w, game.n_risk_levels))
+    stretch = np.ones(n_w)
+    for w in range(n_w):
+        policy[w], utility[w], stretch[w] = _solve_window(
+            game, counts[w], float(edges[w + 1] - edges[w]), fallback
+        )
+    psi = (-game.attacker_prior[None, :] * utility).max(axis=0)
+    psi = np.maximum(psi, 0.0)
+    sol = WindowLPSolution(
+        psi=psi, policy=policy, window_edges=edges, stretch=stretch,
+        expected_counts=counts, utility=utility, window_minutes=window_minutes,
+    )
+    if cache_key is not None:
+        _CACHE[cache_key] = sol
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return sol
