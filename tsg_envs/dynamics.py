@@ -105,7 +105,9 @@ class ScreeningDay:
     """One day of the queue model, advanced one passenger at a time.
 
     The state ⟨c, ξ, h, τ⟩ is held in ``queues`` (ξ, drained to the current passenger's
-    arrival), ``history`` (h), ``index`` (which passenger is waiting) and the arrivals.
+    arrival), ``history`` (h), ``index`` (which passenger is waiting), ``clock`` (τ) and the
+    arrivals. ``backlog`` (ξ_r / f_r) and ``team_waits`` (w_t) are kept current after every
+    drain so that faces read them without recomputing.
     """
 
     def __init__(self, game: Game, queue_mode: QueueMode = "expected") -> None:
@@ -115,12 +117,27 @@ class ScreeningDay:
         self.queue_mode = queue_mode
         self._rates = game.rates
         self._members = game.team_members.astype(float)
+        sizes = game.team_members.sum(axis=1)
+        # (T, max team size) resource indices; smaller teams repeat a member (max is unchanged).
+        width = int(sizes.max())
+        self._team_idx = np.array(
+            [np.resize(np.flatnonzero(row), width) for row in game.team_members]
+        )
         self._member_lists = [np.flatnonzero(row) for row in game.team_members]
         self.arrivals: Arrivals | None = None
-        self.queues = np.zeros(game.n_resources)
-        self.history = np.zeros(game.n_categories, dtype=np.int64)
+        self._n = 0
         self.index = 0
         self.clock = 0.0
+        self._start(np.zeros(game.n_resources))
+
+    def _start(self, queues: np.ndarray) -> None:
+        self.queues = queues
+        self.history = np.zeros(self.game.n_categories, dtype=np.int64)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.backlog = self.queues / self._rates
+        self.team_waits = self.backlog[self._team_idx].max(axis=1)
 
     # State ---------------------------------------------------------------------------
     def reset(self, arrivals: Arrivals) -> None:
@@ -128,34 +145,38 @@ class ScreeningDay:
         if len(arrivals) == 0:
             raise ValueError("a day needs at least one passenger")
         self.arrivals = arrivals
-        self.queues = np.zeros(self.game.n_resources)
-        self.history = np.zeros(self.game.n_categories, dtype=np.int64)
+        self._n = len(arrivals)
+        self._times = arrivals.times.tolist()
+        self._cats = arrivals.categories.tolist()
+        self._thetas = arrivals.thetas.tolist()
+        self._flights = arrivals.flights.tolist()
         self.index = 0
-        self.clock = float(arrivals.times[0])
+        self.clock = self._times[0]
+        self._start(np.zeros(self.game.n_resources))
 
     @property
     def done(self) -> bool:
         """Whether every passenger of the day has been screened."""
-        return self.arrivals is None or self.index >= len(self.arrivals)
+        return self.index >= self._n
 
     @property
     def category(self) -> int:
         """Category of the passenger waiting for a decision (-1 after the last)."""
-        return -1 if self.done else int(self.arrivals.categories[self.index])
+        return -1 if self.index >= self._n else self._cats[self.index]
 
     @property
     def theta(self) -> int:
         """θ of the waiting passenger (-1 after the last)."""
-        return -1 if self.done else int(self.arrivals.thetas[self.index])
+        return -1 if self.index >= self._n else self._thetas[self.index]
 
     @property
     def flight(self) -> int:
         """κ of the waiting passenger (-1 after the last)."""
-        return -1 if self.done else int(self.arrivals.flights[self.index])
+        return -1 if self.index >= self._n else self._flights[self.index]
 
     def waits(self) -> np.ndarray:
-        """Each team's current wait w_t, minutes, (T,)."""
-        return team_waits(self.queues, self._rates, self._members)
+        """Each team's current wait w_t, minutes, (T,) (a copy)."""
+        return self.team_waits.copy()
 
     # Transition ------------------------------------------------------------------------
     def step(self, allocation: np.ndarray, rng: np.random.Generator | None = None) -> StepResult:
@@ -168,13 +189,13 @@ class ScreeningDay:
         Returns:
             The :class:`StepResult` of this passenger.
         """
-        if self.done:
+        if self.index >= self._n:
             raise RuntimeError("the day is over: reset before stepping")
-        queues_before = self.queues.copy()
-        waits = self.waits()
+        queues_before = self.queues
+        waits = self.team_waits
         if self.queue_mode == "expected":
             wait = float(allocation @ waits)
-            self.queues += allocation @ self._members
+            queues = queues_before + allocation @ self._members
             team = -1
         else:
             if rng is None:
@@ -183,11 +204,15 @@ class ScreeningDay:
             team = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
             team = min(team, allocation.shape[0] - 1)
             wait = float(waits[team])
-            self.queues[self._member_lists[team]] += 1.0
-        self.history[self.arrivals.categories[self.index]] += 1
+            queues = queues_before.copy()
+            queues[self._member_lists[team]] += 1.0
+        self.history[self._cats[self.index]] += 1
         self.index += 1
-        if not self.done:
-            t_new = float(self.arrivals.times[self.index])
-            self.queues = np.maximum(self.queues - (t_new - self.clock) * self._rates, 0.0)
+        if self.index < self._n:
+            t_new = self._times[self.index]
+            queues -= (t_new - self.clock) * self._rates
+            np.maximum(queues, 0.0, out=queues)
             self.clock = t_new
+        self.queues = queues
+        self._refresh()
         return StepResult(queues=queues_before, waits=waits, wait=wait, team=team)

@@ -7,6 +7,7 @@ corrections and contract of this project's SPEC (§2-§3).
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Any, Literal
 
@@ -233,6 +234,10 @@ class ScreeningEnv(gym.Env):
         self.action_space = spaces.Box(0.0, 1.0, shape=(t,), dtype=np.float32)
         self.render_mode = render_mode
         self._last_wait = 0.0
+        self._action_shape = (t,)
+        self._obs_buf = np.zeros(start, dtype=np.float32)
+        self._onehot_pos = 0
+        self._clock_pos = self.obs_layout["clock"].start
 
     # Public helpers -------------------------------------------------------------------------
     @property
@@ -250,16 +255,16 @@ class ScreeningEnv(gym.Env):
         day = self._day
         if day.done:
             raise RuntimeError("episode is over: call reset() before step()")
-        t = self.game.n_teams
         a = np.asarray(action, dtype=np.float64)
-        if a.shape != (t,):
-            raise ValueError(f"action must have shape ({t},), got {a.shape}")
-        if not np.isfinite(a).all():
+        if a.shape != self._action_shape:
+            raise ValueError(f"action must have shape {self._action_shape}, got {a.shape}")
+        total = float(a.sum())
+        if not math.isfinite(total):  # any NaN or inf makes the sum non-finite
             raise ValueError(f"action must be finite, got {a}")
         c = day.category
         excess = self._a_risk[c] @ a - self._b_risk[c]
-        total = a.sum()
-        viol = max(0.0, float(excess.max()), abs(total - 1.0), float(-a.min()))
+        amin = float(a.min())
+        viol = max(0.0, float(excess.max()), abs(total - 1.0), -amin)
         penalty = 0.0
         if viol > FEASIBILITY_TOL:
             if self.invalid_action == "raise":
@@ -274,13 +279,11 @@ class ScreeningEnv(gym.Env):
             else:
                 executed = s
                 penalty = self.violation_penalty * viol
-        elif a.min() < 0 or total != 1.0:
+        elif amin < 0 or total != 1.0:
             executed = np.maximum(a, 0.0)
             executed /= executed.sum()
         else:
-            executed = a
-        theta_done = day.theta
-        del theta_done
+            executed = a.copy() if a is action else a
         result = day.step(executed, self.np_random)
         self._last_wait = result.wait
         reward = -result.wait - penalty
@@ -324,7 +327,7 @@ class ScreeningEnv(gym.Env):
             return (
                 f"{hh:02d}:{mm:02d} pax {day.index}/{total} "
                 f"cat {day.category:>3d} | backlog min [{queues}] | "
-                f"min wait {day.waits().min():5.1f} | last wait {self._last_wait:5.1f}\n"
+                f"min wait {day.team_waits.min():5.1f} | last wait {self._last_wait:5.1f}\n"
             )
         height, bar_w, gap = 160, 40, 10
         r = self.game.n_resources
@@ -344,19 +347,20 @@ class ScreeningEnv(gym.Env):
 
     # Internals ---------------------------------------------------------------------------
     def _obs(self) -> np.ndarray:
+        """Write the current state into the observation buffer and return a copy."""
         day = self._day
-        g = self.game
         lay = self.obs_layout
-        obs = np.zeros(self.observation_space.shape[0], dtype=np.float32)
+        buf = self._obs_buf
+        buf[self._onehot_pos] = 0.0
         c = day.category
+        self._onehot_pos = lay["category"].start + c if c >= 0 else 0
         if c >= 0:
-            obs[lay["category"].start + c] = 1.0
-        backlog = day.queues / g.rates
-        obs[lay["backlog"]] = backlog
-        obs[lay["waits"]] = (backlog[None, :] * day._members).max(axis=1)
-        obs[lay["history"]] = day.history * self._inv_expected
-        obs[lay["clock"]] = min(day.clock / g.day_length, 1.0)
-        return obs
+            buf[self._onehot_pos] = 1.0
+        buf[lay["backlog"]] = day.backlog
+        buf[lay["waits"]] = day.team_waits
+        buf[lay["history"]] = day.history * self._inv_expected
+        buf[self._clock_pos] = min(day.clock / self.game.day_length, 1.0)
+        return buf.copy()
 
     def _info(self) -> dict[str, Any]:
         day = self._day
