@@ -80,8 +80,10 @@ class WindowLPSolution:
 
 
 def window_edges(game: Game, window_minutes: float | None) -> np.ndarray:
-    """Window edges from the day start: every ``window_minutes``, the last one cut at the day's
-    end (a remainder shorter than a minute is merged into the previous window)."""
+    """Window edges from the day start, every ``window_minutes``, the last cut at the day's end.
+
+    A remainder shorter than a minute is merged into the previous window.
+    """
     if window_minutes is None:
         return np.array([0.0, game.day_length])
     if not window_minutes > 0:
@@ -148,7 +150,6 @@ def _solve_window(
     theta_col = {th: i for i, th in enumerate(act_theta)}
     nu = act_theta.size
     n_pi = na * t
-    n = n_pi + nu
 
     # Simplex rows.
     a_eq_pi = sparse.csr_array(

@@ -162,8 +162,10 @@ def risk_rows(game: Game, risk_bound: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 @functools.cache
 def _silence_highs_banner() -> None:
-    """HiGHS prints a banner to fd 1 when the first ``Highs`` object of a process is made,
-    whatever its options; make that first one with fd 1 pointed at /dev/null."""
+    """Make the process's first ``Highs`` object with fd 1 pointed at /dev/null.
+
+    HiGHS prints a banner to fd 1 when the first ``Highs`` object is made, whatever its options.
+    """
     try:
         sys.stdout.flush()
         saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)

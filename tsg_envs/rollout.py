@@ -131,8 +131,10 @@ class CentreAgent:
 
 
 class LPAgent:
-    """The static window LP policy: every passenger of category c arriving in window w gets
-    π_{c,w} (SPEC §4), with the environment's LP window length."""
+    """The static window LP policy (SPEC §4), with the environment's LP window length.
+
+    Every passenger of category c arriving in window w gets π_{c,w}.
+    """
 
     def __init__(self, env: gym.Env, window_minutes: float | None | str = "env") -> None:
         from tsg_envs.lp import solve_window_lp

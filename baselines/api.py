@@ -1,0 +1,106 @@
+"""The interface every baseline method implements, and the lazy registry of method names.
+
+A method is a module exposing ``METHOD: Method``; ``train(run)`` trains (or solves) on
+``run.env_id`` and returns an :class:`tsg_envs.rollout.Agent`, writing checkpoints under
+``run.out`` and resuming from the last one there; ``load(path, env)`` rebuilds the identical
+agent from a checkpoint. The registry maps CLI names to modules and imports them lazily, so that
+the LP baselines never import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from tsg_envs.rollout import Agent
+
+__all__ = ["RunConfig", "Method", "METHOD_MODULES", "get_method", "method_names"]
+
+
+@dataclass(kw_only=True)
+class RunConfig:
+    """One training (or solving) run, as the CLI receives it.
+
+    Attributes:
+        algo: Method name (a key of :data:`METHOD_MODULES`).
+        env_id: Gymnasium id to train on.
+        steps: Environment steps of training (ignored by non-learning methods).
+        seed: Seeds the networks, exploration and the training days.
+        out: Directory for checkpoints, curves and the final evaluation.
+        instance_seed: Which game instance of ``env_id``.
+        env_kwargs: Extra ``gym.make`` kwargs (e.g. ``risk_slack``).
+        hparams: Method-specific overrides of its config dataclass's defaults.
+        progress: Show a progress bar.
+    """
+
+    algo: str
+    env_id: str = "tsg/Screening-v0"
+    steps: int = 100_000
+    seed: int = 0
+    out: Path = Path("runs/default")
+    instance_seed: int = 0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    hparams: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True
+
+    def make_env(self, **overrides: Any) -> gym.Env:
+        """``gym.make`` the run's environment (``overrides`` win over ``env_kwargs``)."""
+        kwargs = {"instance_seed": self.instance_seed, **self.env_kwargs, **overrides}
+        return gym.make(self.env_id, **kwargs)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A baseline method.
+
+    Attributes:
+        name: CLI name.
+        train: ``train(run) -> Agent``; checkpoints under ``run.out``, resumes from the last.
+        load: ``load(checkpoint_path, env) -> Agent``; the identical policy.
+        learned: Whether it learns (has a training budget) or is solved/fixed.
+        description: One line for ``--help`` and the README.
+    """
+
+    name: str
+    train: Callable[[RunConfig], Agent]
+    load: Callable[[Path, gym.Env], Agent]
+    learned: bool
+    description: str
+
+
+#: CLI name -> module defining ``METHOD``. Imported lazily by :func:`get_method`.
+METHOD_MODULES: dict[str, str] = {
+    "alpha-ddpg": "baselines.alpha_ddpg",
+    "alpha-td3": "baselines.alpha_td3",
+    "penalty-ddpg": "baselines.penalty_ddpg",
+    "l2-ddpg": "baselines.l2_ddpg",
+    "lp": "baselines.static_lp",
+    "slack-lp": "baselines.slack_lp",
+    "slack-guided": "baselines.slack_guided",
+    "myopic": "baselines.myopic",
+    "centre": "baselines.centre",
+    "sac": "baselines.sac",
+    "ppo": "baselines.ppo",
+}
+
+
+def method_names() -> list[str]:
+    """Every CLI method name, in registry order."""
+    return list(METHOD_MODULES)
+
+
+def get_method(name: str) -> Method:
+    """Import and return the method called ``name``.
+
+    Raises:
+        ValueError: for an unknown name, listing the known ones.
+    """
+    if name not in METHOD_MODULES:
+        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHOD_MODULES)}")
+    module = importlib.import_module(METHOD_MODULES[name])
+    return module.METHOD
