@@ -1,7 +1,8 @@
 """The registered environment family, declared as data (one loop registers every id).
 
-Ids read ``tsg/Screening-{Horizon}-{N}F[-Sigma{σ}][-Sampled]-v0``; ``tsg/Screening-v0`` is the
-default (shift horizon, 10 flights, σ = 45 min, 60-minute LP windows). Real days from JFK read
+Ids read ``tsg/Screening-{Horizon}-{N}F[-Sigma{σ}]-v0`` (σ = 45 min unless named);
+``tsg/Screening-v0`` is the default (shift horizon, 10 flights, σ = 45 min, 60-minute LP
+windows) and ``tsg/Screening-Sampled-v0`` the same game in sampled queue mode. Real days from JFK read
 ``tsg/Screening-JFK-{YYYYMMDD}[-{N}F]-v0`` and need the ``jfk`` extra.
 """
 
@@ -77,7 +78,8 @@ def _presets() -> tuple[Preset, ...]:
             out.append(
                 Preset(
                     f"tsg/Screening-{horizon}-{n}F-v0",
-                    f"{text}; {n} flights",
+                    f"{text}; {n} flights"
+                    + (" (same game as tsg/Screening-v0)" if (horizon, n) == ("Shift", 10) else ""),
                     n_flights=n,
                     horizon=horizon.lower(),
                     slow=n > 20,
@@ -85,6 +87,8 @@ def _presets() -> tuple[Preset, ...]:
             )
     for horizon in ("Window", "Shift"):
         for std in ARRIVAL_STDS:
+            if std == 45.0:  # the default σ: that is the -10F id of the flights grid
+                continue
             out.append(
                 Preset(
                     f"tsg/Screening-{horizon}-10F-Sigma{int(std)}-v0",
