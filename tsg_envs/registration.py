@@ -2,8 +2,8 @@
 
 Ids read ``tsg/Screening-{Horizon}-{N}F[-Sigma{σ}]-v0`` (σ = 45 min unless named);
 ``tsg/Screening-v0`` is the default (shift horizon, 10 flights, σ = 45 min, 60-minute LP
-windows) and ``tsg/Screening-Sampled-v0`` the same game in sampled queue mode. Real days from JFK read
-``tsg/Screening-JFK-{YYYYMMDD}[-{N}F]-v0`` and need the ``jfk`` extra.
+windows) and ``tsg/Screening-Sampled-v0`` the same game in sampled queue mode. Real days
+from JFK read ``tsg/Screening-JFK-{YYYYMMDD}[-{N}F]-v0`` and need the ``jfk`` extra.
 """
 
 from __future__ import annotations
