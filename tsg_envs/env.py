@@ -138,6 +138,8 @@ class ScreeningEnv(gym.Env):
     | ``capacity_ratio`` | None | ρ of the rate calibration (None: horizon default) |
     | ``violation_penalty`` | 100.0 | penalty per unit violation (``"penalize"``) |
     | ``config`` | None | a full ``GameConfig``; the kwargs above override its fields |
+    | ``game`` | None | a ready ``Game`` instance (e.g. hand-built); when given, it is used as is |
+    |  |  | and ``config``, ``instance_seed`` and the instance kwargs above are ignored |
 
     ```python
     import gymnasium as gym
@@ -168,6 +170,7 @@ class ScreeningEnv(gym.Env):
         violation_penalty: float = DEFAULT_VIOLATION_PENALTY,
         config: GameConfig | None = None,
         render_mode: str | None = None,
+        game: Game | None = None,
     ) -> None:
         if invalid_action not in ("project", "raise", "penalize"):
             raise ValueError(
@@ -184,15 +187,20 @@ class ScreeningEnv(gym.Env):
             "schedule": schedule,
             "capacity_ratio": capacity_ratio,
         }
-        base = config if config is not None else GameConfig()
-        changes = {k: v for k, v in overrides.items() if v is not None}
-        if config is None and n_flights is None:
-            changes["n_flights"] = None
-        cfg = base.replace(**changes)
+        if game is not None:
+            if not isinstance(game, Game):
+                raise TypeError(f"game must be a tsg_envs.Game, got {type(game).__name__}")
+            cfg = game.config
+        else:
+            base = config if config is not None else GameConfig()
+            changes = {k: v for k, v in overrides.items() if v is not None}
+            if config is None and n_flights is None:
+                changes["n_flights"] = None
+            cfg = base.replace(**changes)
 
         # Constants of the instance --------------------------------------------------------
-        self.game: Game = make_game(cfg, int(instance_seed))
-        self.instance_seed = int(instance_seed)
+        self.game: Game = game if game is not None else make_game(cfg, int(instance_seed))
+        self.instance_seed = int(instance_seed) if game is None else game.seed
         self.queue_mode: QueueMode = queue_mode
         self.invalid_action: InvalidAction = invalid_action
         self.risk_slack = float(risk_slack)

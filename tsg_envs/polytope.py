@@ -272,9 +272,15 @@ def _centre(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, float, floa
     row_hi = np.concatenate([b_ub, [1.0]])
     cost = np.zeros(t + 1)
     cost[t] = -1.0
-    col_lo = np.concatenate([np.full(t, -np.inf), [0.0]])
+    # r may go negative so that an empty polytope gives a (negative) optimum instead of an
+    # infeasible LP; only a violated row with zero hull norm (constant over teams) can still make
+    # it infeasible.
+    col_lo = np.full(t + 1, -np.inf)
     col_hi = np.concatenate([np.full(t, np.inf), [1.0]])
-    x, obj = _solve_highs(cost, a, row_lo, row_hi, col_lo, col_hi)
+    try:
+        x, obj = _solve_highs(cost, a, row_lo, row_hi, col_lo, col_hi)
+    except RuntimeError:
+        return np.full(t, 1.0 / t), 0.0, -np.inf
     r_star = -obj
     if r_star <= 0:
         return x[:t], 0.0, r_star
@@ -383,4 +389,5 @@ def alpha_project(
         ratio = np.where(ad > 0, slack / np.where(ad > 0, ad, 1.0), np.inf)
     alpha = np.minimum(1.0, ratio.min(axis=-1))
     alpha = np.where(alpha < 1.0, np.maximum(alpha * (1.0 - ALPHA_SHRINK), 0.0), 1.0)
-    return y0 + alpha[..., None] * d
+    # α = 1 returns s itself (bit for bit), not y0 + (s - y0), which can differ by rounding.
+    return np.where(alpha[..., None] >= 1.0, s, y0 + alpha[..., None] * d)
