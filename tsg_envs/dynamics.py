@@ -178,6 +178,38 @@ class ScreeningDay:
         """Each team's current wait w_t, minutes, (T,) (a copy)."""
         return self.team_waits.copy()
 
+    def insert_passenger(self, theta: int, flight: int) -> None:
+        """Put an extra passenger of category ⟨θ, κ⟩ in line now, ahead of the waiting one.
+
+        The passenger arrives at the current clock (the waiting passenger's arrival time, or the
+        last arrival's after the day is over), so nothing drains before it is screened: the next
+        :meth:`step` screens it in exactly the current state ⟨c', ξ, h, τ⟩ with c' its category.
+        The day gets one more step. Used by the PettingZoo duel to insert the attacker.
+
+        Args:
+            theta: Its risk level θ.
+            flight: Its flight κ.
+        """
+        if self.arrivals is None:
+            raise RuntimeError("reset the day before inserting a passenger")
+        g = self.game
+        if not (0 <= theta < g.n_risk_levels and 0 <= flight < g.n_flights):
+            raise ValueError(f"no category for theta={theta}, flight={flight}")
+        c = g.category(theta, flight)
+        i = self.index
+        self._times.insert(i, self.clock)
+        self._cats.insert(i, c)
+        self._thetas.insert(i, int(theta))
+        self._flights.insert(i, int(flight))
+        self._n += 1
+        a = self.arrivals
+        self.arrivals = Arrivals(
+            times=np.insert(a.times, i, self.clock),
+            categories=np.insert(a.categories, i, c),
+            thetas=np.insert(a.thetas, i, theta),
+            flights=np.insert(a.flights, i, flight),
+        )
+
     # Transition ------------------------------------------------------------------------
     def step(self, allocation: np.ndarray, rng: np.random.Generator | None = None) -> StepResult:
         """Screen the waiting passenger with ``allocation`` (on the simplex) and advance.
