@@ -110,7 +110,7 @@ class DuelParallelEnv(ParallelEnv):
     | ``backlog`` | R | queue backlog of each resource in minutes, ξ_r / f_r (visible lines) |
     | ``waits`` | T | each team's current wait w_t, minutes |
     | ``clock`` | 1 | τ / day length |
-    | ``departures`` | K | (d_κ - τ) / day length: the published schedule, time to each departure |
+    | ``departures`` | K | (d_κ - τ) / day length: the published schedule, time to departure |
     | ``struck`` | 1 | 1 once it has struck |
 
     It does not see the other passengers' categories, the defender's history counts or its
@@ -195,8 +195,10 @@ class DuelParallelEnv(ParallelEnv):
         high = np.ones(start, dtype=np.float32)
         high[lay["backlog"]] = np.inf
         high[lay["waits"]] = np.inf
-        low[lay["departures"]] = -1.0
-        high[lay["departures"]] = 1.0 + g.arrival_cutoff / g.day_length
+        # d_κ - τ lies in [-L, L + cutoff] (τ in [0, L], d_κ in (0, L + cutoff]); a margin
+        # absorbs float rounding.
+        low[lay["departures"]] = -1.0 - 1e-3
+        high[lay["departures"]] = 1.0 + g.arrival_cutoff / g.day_length + 1e-3
         self.defender_obs_layout: dict[str, slice] = self.screening.obs_layout
         self._spaces_obs = {
             ATTACKER: spaces.Dict(
@@ -214,6 +216,8 @@ class DuelParallelEnv(ParallelEnv):
             DEFENDER: self.screening.action_space,
         }
         self._inv_day = 1.0 / g.day_length
+        self._dep_scaled = g.departures * self._inv_day
+        self._clock_pos = lay["clock"].start
         self._rng: np.random.Generator | None = None
         self._reset_attacker_state(theta=0)
         self._defender_obs = np.zeros(self.screening.observation_space.shape, np.float32)
@@ -247,7 +251,7 @@ class DuelParallelEnv(ParallelEnv):
         attack = self._check_attack(actions[ATTACKER])
         day = self.screening._day
         screening_attacker = self._attacker_waiting
-        _, d_reward, _, _, d_info = self.screening.step(actions[DEFENDER])
+        d_obs, d_reward, _, _, d_info = self.screening.step(actions[DEFENDER])
 
         gain = 0.0
         if screening_attacker:
@@ -263,9 +267,10 @@ class DuelParallelEnv(ParallelEnv):
         else:
             self._attacker_waiting = False
 
-        # The state after the (possible) insertion: the defender faces the attacker next.
-        d_obs = self.screening._obs()
-        d_info.update(self.screening._info())
+        if self._attacker_waiting:
+            # The state after the insertion: the defender faces the attacker next.
+            d_obs = self.screening._obs()
+            d_info.update(self.screening._info())
         d_info["attack_loss"] = gain
         done = day.done
         self._defender_obs, self._defender_info = d_obs, d_info
@@ -397,14 +402,13 @@ class DuelParallelEnv(ParallelEnv):
     def _attacker_obs(self) -> dict[str, np.ndarray]:
         day = self.screening._day
         lay = self.attacker_obs_layout
-        g = self.game
         x = np.zeros(self._spaces_obs[ATTACKER]["observation"].shape, dtype=np.float32)
         x[lay["theta"].start + self.theta] = 1.0
         x[lay["backlog"]] = day.backlog
         x[lay["waits"]] = day.team_waits
-        x[lay["clock"]] = min(day.clock * self._inv_day, 1.0)
-        dep = (g.departures - day.clock) * self._inv_day
-        x[lay["departures"]] = np.clip(dep, -1.0, 1.0 + g.arrival_cutoff * self._inv_day)
+        clock = day.clock * self._inv_day
+        x[self._clock_pos] = min(clock, 1.0)
+        x[lay["departures"]] = self._dep_scaled - clock
         x[lay["struck"]] = float(self.struck)
         return {"observation": x, "action_mask": self.action_mask()}
 
