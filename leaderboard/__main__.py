@@ -1,0 +1,192 @@
+"""``python -m leaderboard``: evaluate a submission, render the board, rerun the paper.
+
+Subcommands:
+
+* ``evaluate --agent FILE|NAME --suite micro|quick|full [--workers N] --out DIR`` evaluates a
+  submission (a ``.py`` file defining ``make_agent(env)``, or a baseline name, optionally with
+  ``--checkpoint``), writes its result JSON under ``DIR`` and prints its row beside the static
+  LP's. A result never silently replaces a different one (``--force`` to do it on purpose).
+* ``render [--results DIR] [--markdown FILE] [--html FILE]`` writes ``LEADERBOARD.md`` and the
+  static page from the committed results.
+* ``paper [--quick] [--out DIR]`` regenerates the paper's four experiments (PNG + CSV).
+* ``suites`` lists the suites; ``schema`` prints the result JSON Schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "format_rows"]
+
+
+def _fmt(block: dict[str, float] | None, key: str = "iqm", digits: int = 2) -> str:
+    if block is None:
+        return "–"
+    return f"{block[key]:.{digits}f} [{block[key + '_low']:.{digits}f}, {block[key + '_high']:.{digits}f}]"
+
+
+def format_rows(doc: dict[str, Any]) -> str:
+    """The result's row beside the static LP's (and slack-guided's), as aligned text."""
+    name = doc["submission"]["name"]
+    head = (
+        f"{'agent':<22} {'track':<6} {'ratio vs LP':>22} {'ratio vs slack-guided':>22} "
+        f"{'mean wait (min)':>24} {'viol.':>6} {'risk/bound':>10}"
+    )
+    if doc["status"] != "ok":
+        return f"{head}\n{name:<22} FAILED: {doc['error']}"
+    agg = doc["aggregate"]
+    risk = agg["risk"]
+    lines = [head]
+    lines.append(
+        f"{name:<22} {doc['track']:<6} {_fmt(agg['ratio_vs_lp']):>22} "
+        f"{_fmt(agg['ratio_vs_slack_guided']):>22} {_fmt(agg['mean_wait']):>24} "
+        f"{agg['proposed_violations']:>6d} "
+        f"{'–' if risk is None else format(risk['max_over_bound'], '.4f'):>10}"
+    )
+    lp_wait = agg.get("lp_mean_wait")
+    units = doc["units"]
+    lp_over = max(
+        (u["lp_risk"] / u["risk"]["bound"] for u in units if u.get("lp_risk") is not None),
+        default=None,
+    )
+    sg_ratio = None
+    eps = [e for u in units for e in u["episodes"]]
+    if eps and all(e["slack_guided_mean_wait"] is not None for e in eps):
+        import numpy as np
+
+        sg_ratio = float(np.mean([e["slack_guided_mean_wait"] / e["lp_mean_wait"] for e in eps]))
+    lines.append(
+        f"{'static LP (reference)':<22} {'hard':<6} {'1.00':>22} "
+        f"{'–' if sg_ratio is None else format(sg_ratio, '.2f') + ' (mean)':>22} "
+        f"{_fmt(lp_wait):>24} {0:>6d} {'–' if lp_over is None else format(lp_over, '.4f'):>10}"
+    )
+    for note in doc["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from leaderboard.evaluate import evaluate_submission
+    from leaderboard.schema import ResultExistsError, save_result
+    from leaderboard.submission import SubmissionSpec
+    from leaderboard.suites import get_suite
+
+    suite = get_suite(args.suite)
+    spec = SubmissionSpec(
+        source=args.agent,
+        checkpoint=args.checkpoint,
+        name=args.name,
+        train_steps=args.train_steps,
+    )
+    doc = evaluate_submission(
+        spec, suite, workers=args.workers, progress=not args.no_progress, reps=args.reps
+    )
+    print(format_rows(doc))
+    try:
+        path = save_result(doc, args.out, force=args.force)
+    except ResultExistsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
+    print(
+        f"{doc['suite']['name']} suite ({doc['suite']['hash']}), "
+        f"{doc['timing']['wall_time_s']:.1f} s; result written to {path}"
+    )
+    return 0
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    from leaderboard.render import render
+    from leaderboard.schema import SchemaError
+
+    try:
+        md, page, n = render(args.results, args.markdown, args.html)
+    except SchemaError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"{n} results from {args.results} -> {md}, {page}")
+    return 0
+
+
+def _cmd_paper(args: argparse.Namespace) -> int:
+    from leaderboard.paper import PaperConfig, run_paper
+
+    cfg = PaperConfig.quick() if args.quick else PaperConfig()
+    if args.adaptive_checkpoint:
+        cfg = cfg.replace(adaptive_checkpoint=args.adaptive_checkpoint)
+    outputs = run_paper(cfg, Path(args.out), progress=not args.no_progress)
+    for path in outputs:
+        print(path)
+    return 0
+
+
+def _cmd_suites(args: argparse.Namespace) -> int:
+    from leaderboard.suites import EVAL_SEED_BASE, SUITES
+
+    for s in SUITES.values():
+        print(
+            f"{s.name:<6} {s.digest()}  {len(s.units)} units x {len(s.arrival_seeds)} days, "
+            f"risk probe {s.risk_max_states} states/unit, train {s.train_steps} steps: "
+            f"{s.description}"
+        )
+    print(f"(arrival seeds start at {EVAL_SEED_BASE}; training must use seeds below it)")
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from leaderboard.schema import SCHEMA
+
+    print(json.dumps(SCHEMA, indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(prog="python -m leaderboard", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("evaluate", help="evaluate a submission on a suite")
+    ev.add_argument("--agent", required=True, help="a .py file defining make_agent(env), or a "
+                    "baseline name (python -m leaderboard evaluate --agent lp ...)")
+    ev.add_argument("--suite", default="quick", help="micro, quick or full")
+    ev.add_argument("--out", default="runs/leaderboard", help="directory for the result JSON")
+    ev.add_argument("--workers", type=int, default=1, help="processes (units in parallel)")
+    ev.add_argument("--checkpoint", default=None, help="checkpoint of a learned baseline; may "
+                    "hold {env} and {instance} to pick one per unit")
+    ev.add_argument("--train-steps", type=int, default=None,
+                    help="training budget of a learned baseline without checkpoint "
+                    "(default: the suite's)")
+    ev.add_argument("--name", default=None, help="row label (default: NAME or the file stem)")
+    ev.add_argument("--force", action="store_true", help="replace a different existing result")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--reps", type=int, default=2000, help="bootstrap replications")
+    ev.set_defaults(func=_cmd_evaluate)
+
+    rd = sub.add_parser("render", help="write LEADERBOARD.md and the static page")
+    rd.add_argument("--results", default="results/leaderboard", help="result JSON directory")
+    rd.add_argument("--markdown", default="LEADERBOARD.md", help="markdown output")
+    rd.add_argument("--html", default="docs/leaderboard.html", help="HTML output")
+    rd.set_defaults(func=_cmd_render)
+
+    pp = sub.add_parser("paper", help="regenerate the paper's four experiments (PNG + CSV)")
+    pp.add_argument("--quick", action="store_true", help="a small protocol for CI")
+    pp.add_argument("--out", default="results/paper", help="output directory")
+    pp.add_argument("--adaptive-checkpoint", default=None,
+                    help="alpha-DDPG checkpoint template ({env}, {instance}) for the adaptive "
+                    "curve; without it the non-learning online baselines stand in")
+    pp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pp.set_defaults(func=_cmd_paper)
+
+    sub.add_parser("suites", help="list the suites").set_defaults(func=_cmd_suites)
+    sub.add_parser("schema", help="print the result JSON Schema").set_defaults(func=_cmd_schema)
+
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""Aggregation across instances: IQM with 95% stratified-bootstrap intervals (rliable).
+
+**Runs and tasks.** rliable expects a score matrix of shape (runs, tasks). Here a *task* is one
+game instance, i.e. one (environment id, instance seed) unit of the suite, and a *run* is one
+arrival day (arrival seed) on it: the source of randomness an evaluation repeats. Every unit of
+a suite sees the same number of days, so the matrix is (days, units). The interquartile mean
+(IQM) is taken over all its entries; the interval is rliable's stratified bootstrap, which
+resamples days within each instance (``task_bootstrap=False``): it measures the uncertainty
+from the finite sample of days on these instances. Instances enter as strata, not as a sample
+of a larger population; the full suite's 10 instances per id keep that population broad.
+
+Per-episode scores: ``mean_wait`` (minutes, lower is better), ``p95_wait``, and the delay
+ratios ``ratio_vs_lp`` = LP mean wait / agent mean wait and ``ratio_vs_slack_guided`` =
+slack-guided mean wait / agent mean wait, both on the same instance and day (higher is better;
+the paper reports the first: 1.25 average, 2.0 best).
+
+rliable's ``StratifiedBootstrap`` draws its indices from the global ``np.random`` even when it
+is given a ``random_state`` (rliable 1.2.0), which would make the intervals differ from run to
+run. :class:`_SeededStratifiedBootstrap` keeps rliable's resampling scheme and draws from an
+explicit generator instead, so intervals are deterministic (seed :data:`BOOTSTRAP_SEED`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BOOTSTRAP_REPS", "BOOTSTRAP_SEED", "CI_SIZE", "iqm_interval", "aggregate_units"]
+
+#: Bootstrap replications for every interval.
+BOOTSTRAP_REPS: int = 2_000
+#: Seed of the bootstrap generator (intervals are deterministic).
+BOOTSTRAP_SEED: int = 0
+#: Coverage of the intervals.
+CI_SIZE: float = 0.95
+
+
+def _bootstrap_class() -> type:
+    from rliable.library import StratifiedBootstrap
+
+    class _SeededStratifiedBootstrap(StratifiedBootstrap):
+        """rliable's stratified bootstrap, drawing indices from ``self.generator``."""
+
+        def update_indices(self) -> tuple[np.ndarray, ...]:
+            indices = self.generator.choice(self._num_items, self._args_shape, replace=True)
+            return (indices, *self._strata_indices)
+
+    return _SeededStratifiedBootstrap
+
+
+def iqm_interval(
+    scores: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED
+) -> dict[str, float]:
+    """IQM, mean and their 95% stratified-bootstrap intervals of a (runs, tasks) matrix.
+
+    Args:
+        scores: (runs, tasks) finite scores.
+        reps: Bootstrap replications.
+        seed: Seed of the bootstrap's generator.
+
+    Returns:
+        ``{"iqm", "iqm_low", "iqm_high", "mean", "mean_low", "mean_high"}``.
+    """
+    from rliable import metrics
+
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 2 or scores.size == 0:
+        raise ValueError(f"scores must be a non-empty (runs, tasks) matrix, got {scores.shape}")
+
+    def func(x: np.ndarray) -> np.ndarray:
+        return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x)])
+
+    point = func(scores)
+    if scores.shape[0] < 2 or np.ptp(scores) == 0:
+        low = high = point  # nothing to resample
+    else:
+        bs = _bootstrap_class()(scores, seed=np.random.default_rng(seed))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ci = bs.conf_int(func, reps=reps, size=CI_SIZE, method="percentile")
+        low, high = ci[0], ci[1]
+    return {
+        "iqm": float(point[0]),
+        "iqm_low": float(low[0]),
+        "iqm_high": float(high[0]),
+        "mean": float(point[1]),
+        "mean_low": float(low[1]),
+        "mean_high": float(high[1]),
+    }
+
+
+def _matrix(units: list[dict[str, Any]], key: str) -> np.ndarray | None:
+    """(days, units) matrix of an episode field; None when any entry is missing."""
+    cols = []
+    for unit in units:
+        vals = [ep.get(key) for ep in unit["episodes"]]
+        if any(v is None for v in vals):
+            return None
+        cols.append(vals)
+    m = np.asarray(cols, dtype=float).T
+    return m if np.all(np.isfinite(m)) else None
+
+
+def aggregate_units(
+    units: list[dict[str, Any]], reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED
+) -> dict[str, Any]:
+    """The ``aggregate`` block of a result from its completed units.
+
+    Args:
+        units: Unit records (see :mod:`leaderboard.evaluate`), each with the same number of
+            episodes.
+        reps: Bootstrap replications.
+        seed: Bootstrap seed.
+
+    Returns:
+        Scalar summaries: interval blocks for ``mean_wait``, ``p95_wait``, ``ratio_vs_lp`` and
+        ``ratio_vs_slack_guided`` (None when the reference is missing), ``ratio_best`` (the
+        best instance's mean ratio vs LP), violation counts, and the worst-case risk summary.
+    """
+    if not units:
+        raise ValueError("no units to aggregate")
+    n_days = {len(u["episodes"]) for u in units}
+    if len(n_days) != 1:
+        raise ValueError(f"units have different numbers of episodes: {sorted(n_days)}")
+    out: dict[str, Any] = {
+        "n_tasks": len(units),
+        "n_runs": n_days.pop(),
+        "reps": reps,
+        "ci_size": CI_SIZE,
+    }
+    out["n_episodes"] = out["n_tasks"] * out["n_runs"]
+    for key in ("mean_wait", "p95_wait", "ratio_vs_lp", "ratio_vs_slack_guided", "lp_mean_wait"):
+        m = _matrix(units, key)
+        out[key] = None if m is None else iqm_interval(m, reps=reps, seed=seed)
+    ratio = _matrix(units, "ratio_vs_lp")
+    out["ratio_vs_lp_best"] = None if ratio is None else float(ratio.mean(axis=0).max())
+    eps = [ep for u in units for ep in u["episodes"]]
+    out["max_wait"] = float(max(ep["max_wait"] for ep in eps))
+    out["proposed_violations"] = int(sum(ep["proposed_violations"] for ep in eps))
+    out["executed_violations"] = int(sum(ep["executed_violations"] for ep in eps))
+    out["max_violation"] = float(max(ep["max_violation"] for ep in eps))
+    risks = [u["risk"] for u in units if u.get("risk") is not None]
+    if len(risks) == len(units):
+        out["risk"] = {
+            "mean": float(np.mean([r["risk"] for r in risks])),
+            "mean_bound": float(np.mean([r["bound"] for r in risks])),
+            "max_over_bound": float(max(r["risk"] / r["bound"] for r in risks)),
+            "within_bound": bool(all(r["within_bound"] for r in risks)),
+        }
+    else:
+        out["risk"] = None
+    return out

@@ -1,0 +1,387 @@
+"""Evaluate one submission on one suite: per-episode SPEC §5 metrics, references, risk, rows.
+
+For every unit (environment id, instance seed) of the suite:
+
+1. ``make_agent(env)`` is called once with the unit's environment (``invalid_action="project"``:
+   an infeasible proposal is measured, then α-projected and executed; it never crashes the day).
+2. For every arrival seed, one day is rolled out with the agent (:func:`tsg_envs.rollout.rollout`)
+   and, on the same instance and day, with the two references: the static window LP
+   (:class:`tsg_envs.rollout.LPAgent`) and slack-guided (``baselines`` method
+   ``"slack-guided"``; when it cannot be loaded, its ratio is null and the row says why).
+3. The worst-case risk (:func:`tsg_envs.risk.worst_case_risk`) probes the agent with every
+   category on the day of the first arrival seed, at ``suite.risk_max_states`` evenly spaced
+   states (the whole day when None).
+
+A failure of the submission (import, ``make_agent``, ``act`` raising, NaN/inf or a wrong shape)
+fails its unit with the reason; the remaining units still run and the row is reported as
+failed with the first reason. Nothing a submission does can stop the run or touch another
+result file. The metrics are deterministic: the same submission and suite give the same
+``metrics_digest``, whatever ``workers`` is.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import gymnasium as gym
+
+import tsg_envs  # noqa: F401  (registers the ids)
+from leaderboard.aggregate import BOOTSTRAP_REPS, aggregate_units
+from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest, provenance
+from leaderboard.submission import (
+    GuardedAgent,
+    LoadedSubmission,
+    SubmissionError,
+    SubmissionSpec,
+    describe_exception,
+    load_submission,
+)
+from leaderboard.suites import Suite
+from tsg_envs.risk import worst_case_risk
+from tsg_envs.rollout import Agent, LPAgent, rollout
+
+__all__ = [
+    "REFERENCE_LP",
+    "make_unit_env",
+    "make_reference_agent",
+    "run_episode",
+    "evaluate_unit",
+    "evaluate_submission",
+]
+
+#: How the LP reference is described in every result.
+REFERENCE_LP = "static window LP (tsg_envs.rollout.LPAgent) with the environment's LP windows"
+
+Tick = Callable[[int], None]
+
+
+def make_unit_env(env_id: str, instance_seed: int, env_kwargs: dict[str, Any]) -> gym.Env:
+    """The unit's environment: ``gym.make(env_id, instance_seed=..., **env_kwargs)``."""
+    return gym.make(env_id, instance_seed=int(instance_seed), **env_kwargs)
+
+
+def make_reference_agent(
+    name: str, env: gym.Env, env_id: str, instance_seed: int, env_kwargs: dict[str, Any]
+) -> Agent:
+    """A non-learning baseline (``"lp"`` or ``"slack-guided"``) for ``env``.
+
+    The LP comes from ``tsg_envs`` and always exists; slack-guided is ``baselines``'
+    ``"slack-guided"`` method, built by ``Method.train`` (it solves, it does not learn).
+
+    Raises:
+        SubmissionError: when the method cannot be loaded or built (the reason).
+    """
+    if name == "lp":
+        return LPAgent(env)
+    spec = SubmissionSpec(source=name)
+    loaded = load_submission(spec)
+    try:
+        return loaded.make_agent(
+            env, env_id=env_id, instance_seed=instance_seed, env_kwargs=env_kwargs, train_steps=0
+        )
+    except Exception as err:
+        raise SubmissionError(describe_exception(f"{name} could not be built", err)) from err
+
+
+def run_episode(env: gym.Env, agent: Agent, seed: int) -> dict[str, Any]:
+    """One day: the episode's scalar metrics (thin and replaceable: one ``rollout`` call)."""
+    stats = rollout(env, agent, seed=seed)
+    return {
+        "mean_wait": stats.mean_wait,
+        "p95_wait": stats.p95_wait,
+        "max_wait": stats.max_wait,
+        "proposed_violations": int(stats.proposed_violations),
+        "executed_violations": int(stats.executed_violations),
+        "max_violation": float(stats.max_violation),
+    }
+
+
+def _ratio(reference: float | None, agent: float) -> float | None:
+    """reference / agent delay; 1 when both are zero; None when undefined."""
+    if reference is None:
+        return None
+    if agent > 0:
+        return float(reference / agent)
+    return 1.0 if reference == 0 else None
+
+
+def _risk_block(report: Any, env: gym.Env, seed: int, max_states: int | None) -> dict[str, Any]:
+    return {
+        "risk": float(report.risk),
+        "bound": float(report.bound),
+        "per_theta": [float(x) for x in report.per_theta],
+        "psi": [float(x) for x in env.unwrapped.risk_bound],
+        "within_bound": bool(report.within_bound),
+        "states_probed": int(report.states_probed),
+        "max_states": max_states,
+        "arrival_seed": int(seed),
+    }
+
+
+def evaluate_unit(
+    spec: SubmissionSpec,
+    suite: Suite,
+    env_id: str,
+    instance_seed: int,
+    tick: Tick | None = None,
+    loaded: LoadedSubmission | None = None,
+) -> dict[str, Any]:
+    """Evaluate a submission on one (environment id, instance) unit.
+
+    Args:
+        spec: The submission (re-loaded here unless ``loaded`` is given, so workers can run it).
+        suite: The suite (arrival seeds, risk subsample, training budget, env kwargs).
+        env_id: Registered id.
+        instance_seed: Game instance.
+        tick: Called with 1 after each episode and after the risk probe (progress bar).
+        loaded: An already loaded submission (same process).
+
+    Returns:
+        ``{"unit": <unit record>, "timing": {...}, "slack_guided": <"ok" or reason>}``; a
+        failure of the submission sets the unit's ``status`` to ``"failed"`` with ``error``.
+    """
+    tick = tick or (lambda n: None)
+    kwargs = suite.kwargs()
+    seeds = list(suite.arrival_seeds)
+    t_unit = time.perf_counter()
+    unit: dict[str, Any] = {
+        "env_id": env_id,
+        "instance_seed": int(instance_seed),
+        "status": "ok",
+        "error": None,
+        "n_passengers": None,
+        "risk_slack": None,
+        "episodes": [],
+        "risk": None,
+        "lp_risk": None,
+    }
+    timing: dict[str, Any] = {"env_id": env_id, "instance_seed": int(instance_seed)}
+    where = f"{env_id} instance {instance_seed}"
+
+    def fail(reason: str, done_ticks: int) -> dict[str, Any]:
+        unit["status"] = "failed"
+        unit["error"] = reason
+        unit["episodes"] = []
+        unit["risk"] = None
+        tick(len(seeds) + 1 - done_ticks)
+        timing["total_s"] = time.perf_counter() - t_unit
+        return {"unit": unit, "timing": timing, "slack_guided": "not run"}
+
+    env = make_unit_env(env_id, instance_seed, kwargs)
+    ref_env = make_unit_env(env_id, instance_seed, kwargs)
+    unit["n_passengers"] = int(env.unwrapped.game.n_passengers)
+    unit["risk_slack"] = float(env.unwrapped.risk_slack)
+    n_teams = int(env.action_space.shape[0])
+
+    # References (independent of the submission) ---------------------------------------------
+    lp = LPAgent(ref_env)
+    try:
+        sg: Agent | None = make_reference_agent("slack-guided", ref_env, env_id, instance_seed, kwargs)
+        sg_status = "ok"
+    except SubmissionError as err:
+        sg, sg_status = None, str(err)
+
+    # The submission -------------------------------------------------------------------------
+    t0 = time.perf_counter()
+    try:
+        sub = loaded if loaded is not None else load_submission(spec)
+        raw = sub.make_agent(
+            env,
+            env_id=env_id,
+            instance_seed=int(instance_seed),
+            env_kwargs=kwargs,
+            train_steps=suite.train_steps,
+        )
+        agent = GuardedAgent(raw, n_teams)
+    except SubmissionError as err:
+        return fail(str(err), 0)
+    except (Exception, SystemExit) as err:
+        return fail(describe_exception("make_agent raised", err), 0)
+    timing["make_agent_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    ref_time = 0.0
+    for k, seed in enumerate(seeds):
+        agent.where = f" ({where}, arrival seed {seed})"
+        try:
+            ep = run_episode(env, agent, seed)
+        except SubmissionError as err:
+            return fail(str(err), k)
+        except (Exception, SystemExit) as err:
+            return fail(describe_exception("episode failed", err) + agent.where, k)
+        tr = time.perf_counter()
+        lp_wait = run_episode(ref_env, lp, seed)["mean_wait"]
+        sg_wait = None if sg is None else run_episode(ref_env, sg, seed)["mean_wait"]
+        ref_time += time.perf_counter() - tr
+        unit["episodes"].append(
+            {
+                "arrival_seed": int(seed),
+                **ep,
+                "lp_mean_wait": float(lp_wait),
+                "ratio_vs_lp": _ratio(lp_wait, ep["mean_wait"]),
+                "slack_guided_mean_wait": None if sg_wait is None else float(sg_wait),
+                "ratio_vs_slack_guided": _ratio(sg_wait, ep["mean_wait"]),
+            }
+        )
+        tick(1)
+    timing["episodes_s"] = time.perf_counter() - t0 - ref_time
+    timing["references_s"] = ref_time
+
+    t0 = time.perf_counter()
+    agent.where = f" ({where}, worst-case risk probe, arrival seed {seeds[0]})"
+    try:
+        report = worst_case_risk(env, agent, seed=seeds[0], max_states=suite.risk_max_states)
+    except SubmissionError as err:
+        return fail(str(err), len(seeds))
+    except (Exception, SystemExit) as err:
+        return fail(describe_exception("risk probe failed", err) + agent.where, len(seeds))
+    unit["risk"] = _risk_block(report, env, seeds[0], suite.risk_max_states)
+    lp_report = worst_case_risk(ref_env, lp, seed=seeds[0], max_states=suite.risk_max_states)
+    unit["lp_risk"] = float(lp_report.risk)
+    timing["risk_s"] = time.perf_counter() - t0
+    tick(1)
+    timing["total_s"] = time.perf_counter() - t_unit
+    return {"unit": unit, "timing": timing, "slack_guided": sg_status}
+
+
+def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int]) -> dict[str, Any]:
+    spec, suite, env_id, instance_seed = args
+    return evaluate_unit(spec, suite, env_id, instance_seed)
+
+
+def _submission_name(spec: SubmissionSpec) -> str:
+    if spec.name:
+        return spec.name
+    if spec.is_file:
+        from pathlib import Path
+
+        return Path(spec.source).stem
+    return spec.source
+
+
+def evaluate_submission(
+    spec: SubmissionSpec,
+    suite: Suite,
+    workers: int = 1,
+    progress: bool = True,
+    reps: int = BOOTSTRAP_REPS,
+) -> dict[str, Any]:
+    """Evaluate ``spec`` on every unit of ``suite`` and build the result document.
+
+    Args:
+        spec: The submission.
+        suite: The suite.
+        workers: Processes evaluating units in parallel (1: in this process). The metrics do
+            not depend on it.
+        progress: Show a progress bar (tqdm, on stderr).
+        reps: Bootstrap replications of the intervals.
+
+    Returns:
+        A result document that conforms to :data:`leaderboard.schema.SCHEMA`.
+    """
+    from tqdm.auto import tqdm
+
+    t_start = time.perf_counter()
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": RESULT_KIND,
+        "submission": {
+            "name": _submission_name(spec),
+            "kind": "file" if spec.is_file else "baseline",
+            "source": spec.source,
+            "checkpoint": spec.checkpoint,
+            "train_steps": spec.train_steps,
+            "description": "",
+            "fingerprint": "",
+            "learned": None,
+        },
+        "suite": {"name": suite.name, "hash": suite.digest(), "definition": suite.to_dict()},
+        "status": "ok",
+        "error": None,
+        "track": None,
+        "notes": [],
+        "references": {"lp": REFERENCE_LP, "slack_guided": "not run"},
+        "units": [],
+        "aggregate": None,
+    }
+    loaded: LoadedSubmission | None = None
+    try:
+        loaded = load_submission(spec)
+        doc["submission"] = loaded.info()
+    except SubmissionError as err:
+        doc["status"] = "failed"
+        doc["error"] = str(err)
+
+    timings: list[dict[str, Any]] = []
+    if loaded is not None:
+        units = suite.units
+        bar = tqdm(
+            total=len(units) * (len(suite.arrival_seeds) + 1),
+            desc=f"{doc['submission']['name']} on {suite.name}",
+            unit="ep",
+            disable=not progress,
+        )
+        outs: list[dict[str, Any]]
+        if workers <= 1:
+            outs = [
+                evaluate_unit(spec, suite, e, i, tick=bar.update, loaded=loaded) for e, i in units
+            ]
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                futures = [pool.submit(_worker_unit, (spec, suite, e, i)) for e, i in units]
+                outs = []
+                for fut in futures:  # in suite order: the result does not depend on timing
+                    outs.append(fut.result())
+                    bar.update(len(suite.arrival_seeds) + 1)
+        bar.close()
+        doc["units"] = [o["unit"] for o in outs]
+        timings = [o["timing"] for o in outs]
+        sg = sorted({o["slack_guided"] for o in outs if o["slack_guided"] != "not run"})
+        if sg:
+            doc["references"]["slack_guided"] = (
+                "baselines slack-guided (same ψ, same days)" if sg == ["ok"] else
+                "missing: " + "; ".join(s for s in sg if s != "ok")
+            )
+        failed = [u for u in doc["units"] if u["status"] == "failed"]
+        if failed:
+            doc["status"] = "failed"
+            first = failed[0]
+            more = f" (and {len(failed) - 1} more of {len(units)} units)" if len(failed) > 1 else ""
+            doc["error"] = f"{first['error']}{more}"
+        else:
+            doc["aggregate"] = aggregate_units(doc["units"], reps=reps)
+            doc["track"], doc["notes"] = _track(doc)
+
+    doc["metrics_digest"] = metrics_digest(doc)
+    doc["provenance"] = provenance()
+    doc["timing"] = {"wall_time_s": time.perf_counter() - t_start, "units": timings}
+    return doc
+
+
+def _track(doc: dict[str, Any]) -> tuple[str, list[str]]:
+    """The track of a completed result and the notes shown beside its row."""
+    agg = doc["aggregate"]
+    notes: list[str] = []
+    hard = True
+    if agg["proposed_violations"] > 0:
+        hard = False
+        notes.append(
+            f"infeasible actions: {agg['proposed_violations']} proposed actions violated their "
+            f"polytope (max violation {agg['max_violation']:.3g}); the environment α-projected "
+            f"them before executing"
+        )
+    risk = agg["risk"]
+    if risk is not None and not risk["within_bound"]:
+        hard = False
+        notes.append(
+            f"worst-case risk exceeds the bound: risk / bound up to {risk['max_over_bound']:.4f} "
+            f"(the probe's made-up states include infeasible proposals)"
+        )
+    if agg["ratio_vs_slack_guided"] is None:
+        notes.append(f"ratio vs slack-guided unavailable ({doc['references']['slack_guided']})")
+    return ("hard" if hard else "open"), notes

@@ -1,0 +1,453 @@
+"""The versioned JSON format of a leaderboard result: schema, provenance, load and save.
+
+A result file holds one submission evaluated on one suite. Its top-level keys:
+
+| key | meaning |
+|---|---|
+| ``schema_version`` | :data:`SCHEMA_VERSION`; bumped on any incompatible change |
+| ``kind`` | the constant ``"tsg-envs leaderboard result"`` |
+| ``submission`` | name, kind (file / baseline), source, checkpoint, fingerprint (sha256) |
+| ``suite`` | name, hash (:meth:`Suite.digest`) and the full definition |
+| ``status`` | ``"ok"`` or ``"failed"``; ``error`` holds the reason of a failed row |
+| ``track`` | ``"hard"`` (no proposed violation, risk within bound), ``"open"``, or null |
+| ``notes`` | lines shown beside the row (violations, missing references) |
+| ``units`` | per (id, instance): status, error, risk probe, per-episode metrics |
+| ``aggregate`` | IQM / mean with 95% intervals (:mod:`leaderboard.aggregate`), or null |
+| ``metrics_digest`` | sha256 of everything above except timings: equal digests = same result |
+| ``provenance`` | package versions, Python, platform, hardware, git commit, UTC time |
+| ``timing`` | wall time of the whole run and per unit (not part of the digest) |
+
+:data:`SCHEMA` is the JSON Schema (draft 2020-12 subset) of that layout;
+:func:`validate` checks a document against it (the subset of keywords used here: ``type``,
+``required``, ``properties``, ``additionalProperties``, ``items``, ``enum``, ``const``,
+``minimum``), and :func:`load_result` refuses a file that does not conform.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "RESULT_KIND",
+    "SCHEMA",
+    "SchemaError",
+    "ResultExistsError",
+    "validate",
+    "metrics_digest",
+    "provenance",
+    "load_result",
+    "save_result",
+    "result_filename",
+]
+
+#: Version of the result layout.
+SCHEMA_VERSION: int = 1
+#: The ``kind`` constant of every result file.
+RESULT_KIND: str = "tsg-envs leaderboard result"
+
+_NUM = ["number"]
+_NUM_OR_NULL = ["number", "null"]
+
+_INTERVAL = {
+    "type": ["object", "null"],
+    "required": ["iqm", "iqm_low", "iqm_high", "mean", "mean_low", "mean_high"],
+    "properties": {
+        k: {"type": _NUM} for k in ("iqm", "iqm_low", "iqm_high", "mean", "mean_low", "mean_high")
+    },
+}
+
+_EPISODE = {
+    "type": "object",
+    "required": [
+        "arrival_seed",
+        "mean_wait",
+        "p95_wait",
+        "max_wait",
+        "proposed_violations",
+        "executed_violations",
+        "max_violation",
+        "lp_mean_wait",
+        "ratio_vs_lp",
+        "slack_guided_mean_wait",
+        "ratio_vs_slack_guided",
+    ],
+    "properties": {
+        "arrival_seed": {"type": "integer", "minimum": 0},
+        "mean_wait": {"type": _NUM, "minimum": 0},
+        "p95_wait": {"type": _NUM, "minimum": 0},
+        "max_wait": {"type": _NUM, "minimum": 0},
+        "proposed_violations": {"type": "integer", "minimum": 0},
+        "executed_violations": {"type": "integer", "minimum": 0},
+        "max_violation": {"type": _NUM, "minimum": 0},
+        "lp_mean_wait": {"type": _NUM, "minimum": 0},
+        "ratio_vs_lp": {"type": _NUM_OR_NULL},
+        "slack_guided_mean_wait": {"type": _NUM_OR_NULL},
+        "ratio_vs_slack_guided": {"type": _NUM_OR_NULL},
+    },
+}
+
+_RISK = {
+    "type": ["object", "null"],
+    "required": [
+        "risk",
+        "bound",
+        "per_theta",
+        "psi",
+        "within_bound",
+        "states_probed",
+        "max_states",
+        "arrival_seed",
+    ],
+    "properties": {
+        "risk": {"type": _NUM, "minimum": 0},
+        "bound": {"type": _NUM, "minimum": 0},
+        "per_theta": {"type": "array", "items": {"type": _NUM}},
+        "psi": {"type": "array", "items": {"type": _NUM}},
+        "within_bound": {"type": "boolean"},
+        "states_probed": {"type": "integer", "minimum": 0},
+        "max_states": {"type": ["integer", "null"]},
+        "arrival_seed": {"type": "integer"},
+    },
+}
+
+_UNIT = {
+    "type": "object",
+    "required": ["env_id", "instance_seed", "status", "error", "episodes", "risk", "risk_slack"],
+    "properties": {
+        "env_id": {"type": "string"},
+        "instance_seed": {"type": "integer"},
+        "status": {"enum": ["ok", "failed"]},
+        "error": {"type": ["string", "null"]},
+        "n_passengers": {"type": "integer"},
+        "risk_slack": {"type": _NUM_OR_NULL},
+        "episodes": {"type": "array", "items": _EPISODE},
+        "risk": _RISK,
+        "lp_risk": {"type": _NUM_OR_NULL},
+    },
+}
+
+#: JSON Schema of a result file.
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "tsg-envs leaderboard result",
+    "type": "object",
+    "required": [
+        "schema_version",
+        "kind",
+        "submission",
+        "suite",
+        "status",
+        "error",
+        "track",
+        "notes",
+        "references",
+        "units",
+        "aggregate",
+        "metrics_digest",
+        "provenance",
+        "timing",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "kind": {"const": RESULT_KIND},
+        "submission": {
+            "type": "object",
+            "required": ["name", "kind", "source", "fingerprint"],
+            "properties": {
+                "name": {"type": "string"},
+                "kind": {"enum": ["file", "baseline"]},
+                "source": {"type": "string"},
+                "checkpoint": {"type": ["string", "null"]},
+                "train_steps": {"type": ["integer", "null"]},
+                "description": {"type": "string"},
+                "fingerprint": {"type": "string"},
+                "learned": {"type": ["boolean", "null"]},
+            },
+        },
+        "suite": {
+            "type": "object",
+            "required": ["name", "hash", "definition"],
+            "properties": {
+                "name": {"type": "string"},
+                "hash": {"type": "string"},
+                "definition": {"type": "object"},
+            },
+        },
+        "status": {"enum": ["ok", "failed"]},
+        "error": {"type": ["string", "null"]},
+        "track": {"enum": ["hard", "open", None]},
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "references": {
+            "type": "object",
+            "required": ["lp", "slack_guided"],
+            "properties": {"lp": {"type": "string"}, "slack_guided": {"type": "string"}},
+        },
+        "units": {"type": "array", "items": _UNIT},
+        "aggregate": {
+            "type": ["object", "null"],
+            "required": [
+                "n_tasks",
+                "n_runs",
+                "n_episodes",
+                "mean_wait",
+                "p95_wait",
+                "ratio_vs_lp",
+                "ratio_vs_slack_guided",
+                "max_wait",
+                "proposed_violations",
+                "max_violation",
+                "risk",
+            ],
+            "properties": {
+                "n_tasks": {"type": "integer", "minimum": 1},
+                "n_runs": {"type": "integer", "minimum": 1},
+                "n_episodes": {"type": "integer", "minimum": 1},
+                "mean_wait": _INTERVAL,
+                "p95_wait": _INTERVAL,
+                "ratio_vs_lp": _INTERVAL,
+                "ratio_vs_slack_guided": _INTERVAL,
+                "lp_mean_wait": _INTERVAL,
+                "ratio_vs_lp_best": {"type": _NUM_OR_NULL},
+                "max_wait": {"type": _NUM},
+                "proposed_violations": {"type": "integer", "minimum": 0},
+                "executed_violations": {"type": "integer", "minimum": 0},
+                "max_violation": {"type": _NUM},
+                "risk": {
+                    "type": ["object", "null"],
+                    "required": ["mean", "mean_bound", "max_over_bound", "within_bound"],
+                },
+            },
+        },
+        "metrics_digest": {"type": "string"},
+        "provenance": {
+            "type": "object",
+            "required": [
+                "packages",
+                "python",
+                "platform",
+                "hardware",
+                "git_commit",
+                "created_utc",
+            ],
+            "properties": {
+                "packages": {"type": "object"},
+                "python": {"type": "string"},
+                "platform": {"type": "string"},
+                "hardware": {"type": "object"},
+                "git_commit": {"type": ["string", "null"]},
+                "git_dirty": {"type": ["boolean", "null"]},
+                "created_utc": {"type": "string"},
+            },
+        },
+        "timing": {
+            "type": "object",
+            "required": ["wall_time_s"],
+            "properties": {"wall_time_s": {"type": _NUM, "minimum": 0}},
+        },
+    },
+}
+
+
+class SchemaError(ValueError):
+    """A result document does not conform to :data:`SCHEMA`."""
+
+
+class ResultExistsError(FileExistsError):
+    """A different result already sits at the target path."""
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "integer": (int,),
+    "number": (int, float),
+}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name in ("integer", "number") and isinstance(value, bool):
+        return False
+    return isinstance(value, _TYPES[name])
+
+
+def _check(value: Any, schema: dict[str, Any], path: str, errors: list[str]) -> None:
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{path}: expected {schema['const']!r}, got {value!r}")
+        return
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{path}: {value!r} is not one of {schema['enum']}")
+        return
+    if "type" in schema:
+        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(_is_type(value, n) for n in names):
+            errors.append(f"{path}: expected {' or '.join(names)}, got {type(value).__name__}")
+            return
+    if "minimum" in schema and _is_type(value, "number") and value < schema["minimum"]:
+        errors.append(f"{path}: {value} < minimum {schema['minimum']}")
+    if isinstance(value, dict):
+        for key in schema.get("required", []):
+            if key not in value:
+                errors.append(f"{path}: missing required key {key!r}")
+        props = schema.get("properties", {})
+        if schema.get("additionalProperties") is False:
+            for key in value:
+                if key not in props:
+                    errors.append(f"{path}: unexpected key {key!r}")
+        for key, sub in props.items():
+            if key in value:
+                _check(value[key], sub, f"{path}.{key}", errors)
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            _check(item, schema["items"], f"{path}[{i}]", errors)
+
+
+def validate(doc: Any) -> None:
+    """Check ``doc`` against :data:`SCHEMA`.
+
+    Raises:
+        SchemaError: listing (up to 10 of) the problems, each with its JSON path.
+    """
+    errors: list[str] = []
+    _check(doc, SCHEMA, "$", errors)
+    if errors:
+        more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""
+        raise SchemaError("result does not match the schema: " + "; ".join(errors[:10]) + more)
+
+
+def metrics_digest(doc: dict[str, Any]) -> str:
+    """sha256 of a result without ``provenance``, ``timing`` and ``metrics_digest`` itself."""
+    core = {k: v for k, v in doc.items() if k not in ("provenance", "timing", "metrics_digest")}
+    blob = json.dumps(core, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+_PACKAGES = (
+    "tsg-envs",
+    "numpy",
+    "scipy",
+    "highspy",
+    "gymnasium",
+    "pettingzoo",
+    "torch",
+    "tianshou",
+    "rliable",
+)
+
+
+def _cpu_model() -> str | None:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else ``platform.processor()``)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def provenance(repo: Path | None = None) -> dict[str, Any]:
+    """Package versions, Python, platform, hardware, git commit (None outside a repository)."""
+    packages: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            packages[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            packages[name] = None
+    here = repo if repo is not None else Path(__file__).resolve().parent.parent
+    commit = _git(["rev-parse", "HEAD"], here)
+    dirty = None
+    if commit is not None:
+        status = _git(["status", "--porcelain", "--untracked-files=no"], here)
+        dirty = None if status is None else bool(status)
+    return {
+        "packages": packages,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "hardware": {
+            "machine": platform.machine(),
+            "processor": _cpu_model(),
+            "cpu_count": os.cpu_count(),
+        },
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def result_filename(submission_name: str, suite_name: str) -> str:
+    """``{submission}--{suite}.json`` with the name reduced to ``[A-Za-z0-9._-]``."""
+    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in submission_name)
+    return f"{safe}--{suite_name}.json"
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """Read and validate one result file.
+
+    Raises:
+        SchemaError: if it is not valid JSON for :data:`SCHEMA`, or its digest does not match.
+    """
+    try:
+        doc = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as err:
+        raise SchemaError(f"{path}: not JSON ({err})") from err
+    try:
+        validate(doc)
+    except SchemaError as err:
+        raise SchemaError(f"{path}: {err}") from err
+    if metrics_digest(doc) != doc["metrics_digest"]:
+        raise SchemaError(f"{path}: metrics_digest does not match its content (edited by hand?)")
+    return doc
+
+
+def save_result(doc: dict[str, Any], out_dir: str | Path, force: bool = False) -> Path:
+    """Validate ``doc`` and write it to ``out_dir/result_filename(...)``.
+
+    A file already there is replaced only if it holds the same metrics (same digest: a re-run
+    with new timings or provenance) or ``force`` is set; a different result raises.
+
+    Raises:
+        SchemaError: if ``doc`` does not conform.
+        ResultExistsError: if a different result is already at the path.
+    """
+    validate(doc)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / result_filename(doc["submission"]["name"], doc["suite"]["name"])
+    if path.exists() and not force:
+        try:
+            old = json.loads(path.read_text())
+            same = old.get("metrics_digest") == doc["metrics_digest"]
+        except (json.JSONDecodeError, AttributeError):
+            same = False
+        if not same:
+            raise ResultExistsError(
+                f"{path} holds a different result (metrics digest differs); pass --force to "
+                f"replace it or choose another --out"
+            )
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,303 @@
+"""Loading a submission: a Python file defining ``make_agent(env)``, or a baseline name.
+
+**File submissions.** A ``.py`` file that defines ``make_agent(env) -> agent``, where ``agent``
+has ``act(obs, info) -> action`` (an allocation over the teams, shape (T,)) and optionally
+``act_batch(obs_B, infos) -> actions_B`` and ``reset()``. The file may also define ``NAME``
+(the board's row label; default: the file's stem) and ``DESCRIPTION``. ``make_agent`` is called
+once per (environment id, instance) unit with that unit's environment; ``act`` must be free of
+side effects, because the worst-case risk probes it with made-up (obs, info) pairs.
+
+**Baseline submissions.** A name of :func:`baselines.api.method_names`, optionally with a
+checkpoint path. The path may contain the placeholders ``{env}`` (the id with ``/`` replaced
+by ``_``) and ``{instance}`` to pick one checkpoint per unit, e.g.
+``runs/alpha-ddpg/{env}/i{instance}/final.pt``; it is loaded with ``Method.load(path, env)``.
+Without a checkpoint, ``Method.train`` runs once per unit: non-learning methods solve their
+programs, learned ones train for the suite's ``train_steps`` (seed 0, in a temporary
+directory, so nothing resumes from an earlier run).
+
+Nothing here runs a submission's code at import of this module. :func:`load_submission` raises
+:class:`SubmissionError` with a one-line reason; the evaluator turns it into a failed row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = [
+    "SubmissionError",
+    "SubmissionSpec",
+    "LoadedSubmission",
+    "GuardedAgent",
+    "load_submission",
+    "describe_exception",
+]
+
+
+class SubmissionError(Exception):
+    """A submission failed; ``str(err)`` is the one-line reason shown in its row."""
+
+
+def describe_exception(prefix: str, err: BaseException) -> str:
+    """``"prefix: Type: message (at file:line)"`` for a row's reason, with the innermost frame."""
+    msg = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    where = ""
+    tb = [f for f in traceback.extract_tb(err.__traceback__) if not f.filename.startswith("<")]
+    if tb:
+        frame = tb[-1]
+        where = f" (at {Path(frame.filename).name}:{frame.lineno})"
+    text = f"{type(err).__name__}: {msg}" if msg else type(err).__name__
+    return f"{prefix}: {text}{where}"
+
+
+@dataclass(frozen=True)
+class SubmissionSpec:
+    """What the user named on the command line (picklable, sent to workers).
+
+    Attributes:
+        source: A path to a ``.py`` file, or a baseline method name.
+        checkpoint: For a baseline name: checkpoint path (may hold ``{env}``, ``{instance}``).
+        name: Row label override (default: the file's ``NAME``, or the method name).
+        train_steps: Override of the suite's training budget for a learned baseline.
+    """
+
+    source: str
+    checkpoint: str | None = None
+    name: str | None = None
+    train_steps: int | None = None
+
+    @property
+    def is_file(self) -> bool:
+        """Whether ``source`` names a Python file (else a baseline name)."""
+        return self.source.endswith(".py") or "/" in self.source or Path(self.source).is_file()
+
+
+@dataclass
+class LoadedSubmission:
+    """A submission ready to build agents.
+
+    Attributes:
+        spec: What was asked for.
+        name: Row label.
+        kind: ``"file"`` or ``"baseline"``.
+        description: One line (from the file's ``DESCRIPTION`` or the method's).
+        fingerprint: sha256 of the file's bytes, or of the name, checkpoint bytes and budget.
+        learned: Whether it is a learned baseline (None for files: unknown).
+        make_agent: ``make_agent(env, env_id, instance_seed, env_kwargs, train_steps)``.
+    """
+
+    spec: SubmissionSpec
+    name: str
+    kind: str
+    description: str
+    fingerprint: str
+    learned: bool | None
+    make_agent: Callable[..., Any]
+
+    def info(self) -> dict[str, Any]:
+        """The JSON ``submission`` block of a result."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "source": self.spec.source,
+            "checkpoint": self.spec.checkpoint,
+            "train_steps": self.spec.train_steps,
+            "description": self.description,
+            "fingerprint": self.fingerprint,
+            "learned": self.learned,
+        }
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _load_file(spec: SubmissionSpec) -> LoadedSubmission:
+    path = Path(spec.source)
+    if not path.is_file():
+        raise SubmissionError(f"import failed: no such file {spec.source!r}")
+    digest = _sha256_file(path)
+    module_name = f"tsg_submission_{digest[:12]}"
+    try:
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise ImportError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        module_spec.loader.exec_module(module)
+    except (Exception, SystemExit) as err:  # a submission's import must never crash the run
+        sys.modules.pop(module_name, None)
+        raise SubmissionError(describe_exception("import failed", err)) from err
+    factory = getattr(module, "make_agent", None)
+    if not callable(factory):
+        raise SubmissionError(f"import failed: {path.name} defines no callable make_agent(env)")
+
+    def make_agent(env: gym.Env, **_: Any) -> Any:
+        return factory(env)
+
+    return LoadedSubmission(
+        spec=spec,
+        name=spec.name or str(getattr(module, "NAME", path.stem)),
+        kind="file",
+        description=str(getattr(module, "DESCRIPTION", "")),
+        fingerprint=digest,
+        learned=None,
+        make_agent=make_agent,
+    )
+
+
+def _checkpoint_path(template: str, env_id: str, instance_seed: int) -> Path:
+    return Path(template.format(env=env_id.replace("/", "_"), instance=instance_seed))
+
+
+def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
+    try:
+        from baselines.api import get_method, method_names
+    except Exception as err:  # noqa: BLE001 - reported in the row
+        raise SubmissionError(describe_exception("baselines unavailable", err)) from err
+    if spec.source not in method_names():
+        raise SubmissionError(
+            f"unknown submission {spec.source!r}: neither a .py file nor one of "
+            f"{', '.join(method_names())}"
+        )
+    try:
+        method = get_method(spec.source)
+    except (Exception, SystemExit) as err:
+        raise SubmissionError(describe_exception(f"import of {spec.source} failed", err)) from err
+    h = hashlib.sha256(f"baseline:{spec.source}:{spec.train_steps}".encode())
+    if spec.checkpoint is not None:
+        h.update(spec.checkpoint.encode())
+        if "{" not in spec.checkpoint:
+            path = Path(spec.checkpoint)
+            if not path.exists():
+                raise SubmissionError(f"checkpoint not found: {spec.checkpoint}")
+            if path.is_file():
+                h.update(_sha256_file(path).encode())
+
+    def make_agent(
+        env: gym.Env,
+        *,
+        env_id: str,
+        instance_seed: int,
+        env_kwargs: dict[str, Any],
+        train_steps: int,
+    ) -> Any:
+        if spec.checkpoint is not None:
+            path = _checkpoint_path(spec.checkpoint, env_id, instance_seed)
+            if not path.exists():
+                raise FileNotFoundError(f"checkpoint not found: {path}")
+            return method.load(path, env)
+        from baselines.api import RunConfig
+
+        steps = spec.train_steps if spec.train_steps is not None else train_steps
+        with tempfile.TemporaryDirectory(prefix="tsg-lb-") as tmp:
+            run = RunConfig(
+                algo=spec.source,
+                env_id=env_id,
+                steps=int(steps),
+                seed=0,
+                out=Path(tmp),
+                instance_seed=int(instance_seed),
+                env_kwargs=dict(env_kwargs),
+                progress=False,
+            )
+            return method.train(run)
+
+    return LoadedSubmission(
+        spec=spec,
+        name=spec.name or spec.source,
+        kind="baseline",
+        description=method.description,
+        fingerprint=h.hexdigest(),
+        learned=bool(method.learned),
+        make_agent=make_agent,
+    )
+
+
+def load_submission(spec: SubmissionSpec) -> LoadedSubmission:
+    """Load a file or baseline submission.
+
+    Raises:
+        SubmissionError: with the reason, when it cannot be imported or named.
+    """
+    return _load_file(spec) if spec.is_file else _load_baseline(spec)
+
+
+class GuardedAgent:
+    """Wraps a submitted agent: every output is checked, every failure becomes a reason.
+
+    ``act`` converts the output to a float64 array and raises :class:`SubmissionError` when
+    ``act`` itself raised, or returned something that is not a finite array of shape (T,).
+    Infeasible (but finite, well-shaped) actions pass through: the environment measures and
+    projects them, and the evaluator reports them (open track). ``act_batch`` is forwarded, with
+    the same checks, when the wrapped agent has it.
+
+    Args:
+        agent: The submitted agent.
+        n_teams: T, the action length.
+    """
+
+    def __init__(self, agent: Any, n_teams: int) -> None:
+        if not callable(getattr(agent, "act", None)):
+            raise SubmissionError(
+                f"make_agent returned {type(agent).__name__}, which has no act(obs, info)"
+            )
+        self.agent = agent
+        self.n_teams = int(n_teams)
+        self.where = ""
+        if callable(getattr(agent, "act_batch", None)):
+            self.act_batch = self._act_batch
+
+    def reset(self) -> None:
+        """Forward ``reset()`` when the agent has it."""
+        fn = getattr(self.agent, "reset", None)
+        if callable(fn):
+            try:
+                fn()
+            except Exception as err:
+                raise SubmissionError(describe_exception("reset raised", err)) from err
+
+    def _check(self, out: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+        try:
+            a = np.asarray(out, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise SubmissionError(
+                f"{what} returned {type(out).__name__}, not an array of numbers{self.where}"
+            ) from err
+        if a.shape != shape:
+            raise SubmissionError(f"{what} returned shape {a.shape}, expected {shape}{self.where}")
+        if not np.all(np.isfinite(a)):
+            bad = "NaN" if np.isnan(a).any() else "inf"
+            raise SubmissionError(f"{what} returned {bad}{self.where}")
+        return a
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        """The agent's checked action."""
+        try:
+            out = self.agent.act(obs, info)
+        except SubmissionError:
+            raise
+        except Exception as err:
+            raise SubmissionError(describe_exception("act raised", err) + self.where) from err
+        return self._check(out, (self.n_teams,), "act")
+
+    def _act_batch(self, obs_b: np.ndarray, infos: Any) -> np.ndarray:
+        try:
+            out = self.agent.act_batch(obs_b, infos)
+        except SubmissionError:
+            raise
+        except Exception as err:
+            raise SubmissionError(
+                describe_exception("act_batch raised", err) + self.where
+            ) from err
+        return self._check(out, (len(obs_b), self.n_teams), "act_batch")
