@@ -26,7 +26,8 @@ __all__ = ["main", "format_rows"]
 def _fmt(block: dict[str, float] | None, key: str = "iqm", digits: int = 2) -> str:
     if block is None:
         return "–"
-    return f"{block[key]:.{digits}f} [{block[key + '_low']:.{digits}f}, {block[key + '_high']:.{digits}f}]"
+    lo, hi = block[key + "_low"], block[key + "_high"]
+    return f"{block[key]:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def format_rows(doc: dict[str, Any]) -> str:
@@ -145,21 +146,34 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    parser = argparse.ArgumentParser(prog="python -m leaderboard", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m leaderboard",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     ev = sub.add_parser("evaluate", help="evaluate a submission on a suite")
-    ev.add_argument("--agent", required=True, help="a .py file defining make_agent(env), or a "
-                    "baseline name (python -m leaderboard evaluate --agent lp ...)")
+    ev.add_argument(
+        "--agent",
+        required=True,
+        help="a .py file defining make_agent(env), or a "
+        "baseline name (python -m leaderboard evaluate --agent lp ...)",
+    )
     ev.add_argument("--suite", default="quick", help="micro, quick or full")
     ev.add_argument("--out", default="runs/leaderboard", help="directory for the result JSON")
     ev.add_argument("--workers", type=int, default=1, help="processes (units in parallel)")
-    ev.add_argument("--checkpoint", default=None, help="checkpoint of a learned baseline; may "
-                    "hold {env} and {instance} to pick one per unit")
-    ev.add_argument("--train-steps", type=int, default=None,
-                    help="training budget of a learned baseline without checkpoint "
-                    "(default: the suite's)")
+    ev.add_argument(
+        "--checkpoint",
+        default=None,
+        help="checkpoint of a learned baseline; may hold {env} and {instance} to pick one per unit",
+    )
+    ev.add_argument(
+        "--train-steps",
+        type=int,
+        default=None,
+        help="training budget of a learned baseline without checkpoint (default: the suite's)",
+    )
     ev.add_argument("--name", default=None, help="row label (default: NAME or the file stem)")
     ev.add_argument("--force", action="store_true", help="replace a different existing result")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -175,9 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     pp = sub.add_parser("paper", help="regenerate the paper's four experiments (PNG + CSV)")
     pp.add_argument("--quick", action="store_true", help="a small protocol for CI")
     pp.add_argument("--out", default="results/paper", help="output directory")
-    pp.add_argument("--adaptive-checkpoint", default=None,
-                    help="alpha-DDPG checkpoint template ({env}, {instance}) for the adaptive "
-                    "curve; without it the non-learning online baselines stand in")
+    pp.add_argument(
+        "--adaptive-checkpoint",
+        default=None,
+        help="alpha-DDPG checkpoint template ({env}, {instance}) for the adaptive "
+        "curve; without it the non-learning online baselines stand in",
+    )
     pp.add_argument("--no-progress", action="store_true", help="no progress bar")
     pp.set_defaults(func=_cmd_paper)
 

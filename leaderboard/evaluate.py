@@ -101,7 +101,7 @@ def run_episode(env: gym.Env, agent: Agent, seed: int) -> dict[str, Any]:
 
 
 def _ratio(reference: float | None, agent: float) -> float | None:
-    """reference / agent delay; 1 when both are zero; None when undefined."""
+    """Reference / agent delay; 1 when both are zero; None when undefined."""
     if reference is None:
         return None
     if agent > 0:
@@ -180,7 +180,9 @@ def evaluate_unit(
     # References (independent of the submission) ---------------------------------------------
     lp = LPAgent(ref_env)
     try:
-        sg: Agent | None = make_reference_agent("slack-guided", ref_env, env_id, instance_seed, kwargs)
+        sg: Agent | None = make_reference_agent(
+            "slack-guided", ref_env, env_id, instance_seed, kwargs
+        )
         sg_status = "ok"
     except SubmissionError as err:
         sg, sg_status = None, str(err)
@@ -344,8 +346,9 @@ def evaluate_submission(
         sg = sorted({o["slack_guided"] for o in outs if o["slack_guided"] != "not run"})
         if sg:
             doc["references"]["slack_guided"] = (
-                "baselines slack-guided (same ψ, same days)" if sg == ["ok"] else
-                "missing: " + "; ".join(s for s in sg if s != "ok")
+                "baselines slack-guided (same ψ, same days)"
+                if sg == ["ok"]
+                else "missing: " + "; ".join(s for s in sg if s != "ok")
             )
         failed = [u for u in doc["units"] if u["status"] == "failed"]
         if failed:

@@ -297,7 +297,5 @@ class GuardedAgent:
         except SubmissionError:
             raise
         except Exception as err:
-            raise SubmissionError(
-                describe_exception("act_batch raised", err) + self.where
-            ) from err
+            raise SubmissionError(describe_exception("act_batch raised", err) + self.where) from err
         return self._check(out, (len(obs_b), self.n_teams), "act_batch")
