@@ -6,8 +6,10 @@ instances and the same arrival samples are used for every agent, and for the two
 policies every episode is compared with (the static window LP and slack-guided, SPEC §5).
 
 **Evaluation seeds are disjoint from training seeds.** Arrival (day) seeds of every suite start
-at :data:`EVAL_SEED_BASE` = 1,000,000; training days must be drawn from seeds below it (the
-baselines' training loops seed their days from ``RunConfig.seed`` with small integers). The
+at :data:`EVAL_SEED_BASE` = 2**31. The baselines draw their training days with
+``baselines._torch_common.day_seed``, which is below 2**31 by construction, and log their
+learning curves on days 1,000,000 + i; a suite's days lie above both, so no evaluation day can
+have been seen in training. Training of a submission must likewise use seeds below 2**31. The
 instance seeds are shared with training on purpose: a submission is evaluated on the games it
 may have been fitted to (as in the paper, one policy per instance), on days it has never seen.
 
@@ -24,8 +26,8 @@ from typing import Any
 
 __all__ = ["EVAL_SEED_BASE", "PROTOCOL_VERSION", "Suite", "SUITES", "get_suite"]
 
-#: First arrival seed of every evaluation suite; training must stay below it.
-EVAL_SEED_BASE: int = 1_000_000
+#: First arrival seed of every evaluation suite (2**31); training must stay below it.
+EVAL_SEED_BASE: int = 2**31
 
 #: Version of the evaluation protocol (what is measured and how); part of every suite hash.
 PROTOCOL_VERSION: int = 1
