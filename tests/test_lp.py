@@ -1,0 +1,186 @@
+"""The static window LP: a hand-solved instance, ties, overload stretch, empty windows."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import tiny_game
+
+from tsg_envs import GameConfig, make_game, solve_window_lp
+from tsg_envs.lp import min_risk_allocations, window_edges
+
+
+# A hand-solvable LP -----------------------------------------------------------------------------
+# One flight (so c = θ), 4 passengers with q = (¼, ¾): N = (1, 3). Everyone arrives at
+# d - mean = 3 - 2 = 1 (σ = 0); one window [0, 2], |w| = 2. Teams {r0} (E 0.5) and {r0, r1}
+# (E 0.75), L = 4, one method: with p_θ = π_{θ,1}, u_θ ≤ -(1 - 0.5 - 0.25 p_θ)·4 = -(2 - p_θ).
+# Capacity: r0 carries everyone (4 ≤ f0·2 = 8 for f0 = 4); r1 carries N·p: p_0 + 3 p_1 ≤ f1·2 = 2.
+# Objective Σ P_θ u_θ with P = (¼, ¾): each unit of r1 capacity buys ¼·1 for θ0 (one passenger)
+# and ¾·⅓ = ¼ for θ1 (three): a tie in Σ P u. The tie-break maximises Σ u, where a unit buys 1
+# for θ0 and ⅓ for θ1, so θ0 gets its full p_0 = 1 (1 unit), θ1 the remaining unit: p_1 = ⅓.
+# u = (-1, -5/3); ψ = P·(-u) = (¼, 5/4); the alternative optimum (p_0 = 0, p_1 = ⅔) would give
+# u = (-2, -4/3) and ψ = (½, 1): same Σ P u = -1.5, smaller Σ u.
+def lp_game(**overrides: object):
+    fields = dict(
+        config=GameConfig(n_resources=2, n_methods=1, n_risk_levels=2, team_size=1, n_flights=1),
+        rates=np.array([4.0, 1.0]),
+        attacker_prior=np.array([0.25, 0.75]),
+        risk_mix=np.array([0.25, 0.75]),
+        attack_loss=np.array([[4.0]]),
+        departures=np.array([3.0]),
+        flight_sizes=np.array([4]),
+        day_length=2.0,
+    )
+    fields.update(overrides)
+    return tiny_game(**fields)
+
+
+def test_hand_solved_lp_with_tie_break() -> None:
+    sol = solve_window_lp(lp_game(), window_minutes=None)
+    np.testing.assert_array_equal(sol.window_edges, [0.0, 2.0])
+    np.testing.assert_allclose(sol.expected_counts, [[1.0, 3.0]], rtol=1e-12)
+    np.testing.assert_array_equal(sol.stretch, [1.0])
+    np.testing.assert_allclose(sol.policy[0], [[0.0, 1.0], [2 / 3, 1 / 3]], atol=1e-7)
+    np.testing.assert_allclose(sol.utility[0], [-1.0, -5 / 3], atol=1e-7)
+    np.testing.assert_allclose(sol.psi, [0.25, 1.25], atol=1e-7)
+    # The same edges for 60-minute windows (the day is shorter than one window).
+    sol60 = solve_window_lp(lp_game(), window_minutes=60.0)
+    np.testing.assert_allclose(sol60.policy, sol.policy, atol=1e-9)
+
+
+def test_unique_optimum_without_tie() -> None:
+    # P = (0.1, 0.9): a unit of r1 buys 0.1 for θ0 and 0.9/3 = 0.3 for θ1, so θ1 takes it all:
+    # p_1 = ⅔ (2 units), p_0 = 0. u = (-2, -4/3), ψ = (0.2, 1.2).
+    sol = solve_window_lp(lp_game(attacker_prior=np.array([0.1, 0.9])), window_minutes=None)
+    np.testing.assert_allclose(sol.policy[0], [[1.0, 0.0], [1 / 3, 2 / 3]], atol=1e-7)
+    np.testing.assert_allclose(sol.utility[0], [-2.0, -4 / 3], atol=1e-7)
+    np.testing.assert_allclose(sol.psi, [0.2, 1.2], atol=1e-7)
+
+
+def test_overload_stretch_by_hand() -> None:
+    # f0 = 1.5: r0 must carry all 4 passengers but offers 1.5·2 = 3, so λ = 4/3 (r1 can carry 0).
+    # Stretched r1 capacity 2·4/3 = 8/3: θ0 takes p_0 = 1 (tie-break, as above), θ1 the other
+    # 5/3 units: p_1 = 5/9; u = (-1, -(2 - 5/9)) = (-1, -13/9).
+    sol = solve_window_lp(lp_game(rates=np.array([1.5, 1.0])), window_minutes=None)
+    assert sol.stretch[0] == pytest.approx(4 / 3, rel=1e-6)
+    np.testing.assert_allclose(sol.policy[0], [[0.0, 1.0], [4 / 9, 5 / 9]], atol=1e-6)
+    np.testing.assert_allclose(sol.utility[0], [-1.0, -13 / 9], atol=1e-6)
+    # Everyone is still allocated (rows on the simplex); the load fits the stretched capacity.
+    np.testing.assert_allclose(sol.policy.sum(axis=-1), 1.0, atol=1e-12)
+    load = sol.expected_counts[0] @ sol.policy[0] @ np.array([[1.0, 0.0], [1.0, 1.0]])
+    assert np.all(load <= sol.stretch[0] * np.array([1.5, 1.0]) * 2.0 * (1 + 1e-9))
+
+
+def test_window_without_passengers_of_a_level() -> None:
+    # q = (1, 0): θ1 never arrives. θ0 alone: N = 4, p_0 ≤ 2/4 -> u_0 = -1.5, ψ_0 = 0.375.
+    # θ1's utility is 0 (no passenger) and its policy row is the min-risk allocation: team 1
+    # (E 0.75 > 0.5), never NaN.
+    sol = solve_window_lp(lp_game(risk_mix=np.array([1.0, 0.0])), window_minutes=None)
+    np.testing.assert_array_equal(sol.expected_counts, [[4.0, 0.0]])
+    np.testing.assert_allclose(sol.utility[0], [-1.5, 0.0], atol=1e-7)
+    np.testing.assert_allclose(sol.psi, [0.375, 0.0], atol=1e-7)
+    np.testing.assert_allclose(sol.policy[0, 1], [0.0, 1.0], atol=1e-9)
+    assert np.isfinite(sol.policy).all() and np.isfinite(sol.utility).all()
+
+
+def test_empty_window_and_window_indexing() -> None:
+    # 1-minute windows: edges (0, 1, 2); everyone arrives at τ = 1, i.e. in window 1 = [1, 2].
+    # Window 0 is empty: utility 0, stretch 1, policy the min-risk allocation (team 1).
+    # Window 1 has |w| = 1: r1 offers 1 unit; tie as before, θ0 takes it (p_0 = 1, p_1 = 0):
+    # u = (-1, -2), ψ = (0.25, 1.5).
+    sol = solve_window_lp(lp_game(), window_minutes=1.0)
+    np.testing.assert_array_equal(sol.window_edges, [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(sol.expected_counts, [[0.0, 0.0], [1.0, 3.0]])
+    np.testing.assert_array_equal(sol.utility[0], [0.0, 0.0])
+    np.testing.assert_array_equal(sol.stretch, [1.0, 1.0])
+    np.testing.assert_allclose(sol.policy[0], [[0.0, 1.0], [0.0, 1.0]], atol=1e-9)
+    np.testing.assert_allclose(sol.policy[1], [[0.0, 1.0], [1.0, 0.0]], atol=1e-7)
+    np.testing.assert_allclose(sol.utility[1], [-1.0, -2.0], atol=1e-7)
+    np.testing.assert_allclose(sol.psi, [0.25, 1.5], atol=1e-7)
+    assert sol.window_of(0.5) == 0 and sol.window_of(1.0) == 1 and sol.window_of(2.0) == 1
+    assert sol.window_of(-3.0) == 0 and sol.window_of(99.0) == 1
+    np.testing.assert_allclose(sol.action(1.5, 1), [1.0, 0.0], atol=1e-7)
+
+
+def test_window_edges() -> None:
+    g = tiny_game(day_length=150.5)
+    np.testing.assert_array_equal(window_edges(g, 60.0), [0.0, 60.0, 120.0, 150.5])
+    np.testing.assert_array_equal(window_edges(g, None), [0.0, 150.5])
+    # A remainder under a minute joins the previous window.
+    np.testing.assert_array_equal(window_edges(tiny_game(day_length=120.5), 60.0),
+                                  [0.0, 60.0, 120.5])
+    with pytest.raises(ValueError):
+        window_edges(g, 0.0)
+
+
+def test_min_risk_allocations_by_hand() -> None:
+    # Tiny game: team 1 detects better (0.75) for every flight; risk P_θ·0.25·L_κ.
+    policy, risk = min_risk_allocations(tiny_game())
+    np.testing.assert_allclose(policy, [[0.0, 1.0]] * 4, atol=1e-9)
+    np.testing.assert_allclose(risk, [0.25, 0.5, 0.25, 0.5], atol=1e-9)
+
+
+# Invariants on generated instances -----------------------------------------------------------
+@pytest.mark.parametrize("env_id", ["tsg/Screening-v0", "tsg/Screening-Window-10F-v0",
+                                    "tsg/Screening-Day-10F-v0"])
+def test_lp_solution_invariants(env_id: str) -> None:
+    u = gym.make(env_id).unwrapped
+    g, sol = u.game, u.lp_solution
+    w, c, t = sol.policy.shape
+    assert (c, t) == (g.n_categories, g.n_teams) and w == sol.n_windows
+    assert np.isfinite(sol.policy).all() and np.isfinite(sol.utility).all()
+    assert sol.policy.min() >= 0
+    np.testing.assert_allclose(sol.policy.sum(axis=-1), 1.0, atol=1e-9)
+    # Expected counts add up to the day's passengers per category.
+    np.testing.assert_allclose(sol.expected_counts.sum(axis=0), g.expected_category_counts(),
+                               rtol=1e-6)
+    assert (sol.expected_counts[sol.expected_counts > 0] >= 1e-9).all()
+    length = np.diff(sol.window_edges)
+    members = g.team_members.astype(float)
+    for wi in range(w):
+        load = sol.expected_counts[wi] @ sol.policy[wi] @ members
+        cap = sol.stretch[wi] * g.rates * length[wi]
+        assert np.all(load <= cap * (1 + 1e-6) + 1e-9)
+        if sol.stretch[wi] > 1:  # an overloaded window runs its binding resource at capacity
+            assert np.max(load / cap) == pytest.approx(1.0, rel=1e-5)
+        # Every category with passengers meets its level's utility; ψ bounds every window.
+        risk = (1 - sol.policy[wi] @ g.team_efficacy) * np.tile(g.attack_loss, (g.n_risk_levels,
+                                                                                1))
+        worst = risk.max(axis=1).reshape(g.n_risk_levels, g.n_flights)
+        active = sol.expected_counts[wi].reshape(g.n_risk_levels, g.n_flights) > 0
+        for theta in range(g.n_risk_levels):
+            if active[theta].any():
+                assert worst[theta][active[theta]].max() == pytest.approx(
+                    -sol.utility[wi, theta], rel=1e-6)
+                assert g.attacker_prior[theta] * worst[theta][active[theta]].max() <= (
+                    sol.psi[theta] * (1 + 1e-9))
+            else:
+                assert sol.utility[wi, theta] == 0
+    np.testing.assert_allclose(sol.psi, (-g.attacker_prior * sol.utility).max(axis=0),
+                               rtol=1e-12)
+
+
+def test_lp_is_deterministic_across_fresh_games() -> None:
+    cfg = GameConfig(n_flights=5)
+    a = solve_window_lp(make_game(cfg, 3))
+    # Copies without the cache key force fresh solves.
+    b = solve_window_lp(dataclasses.replace(make_game(cfg, 3), key=None))
+    c = solve_window_lp(dataclasses.replace(make_game(cfg, 3), key=None))
+    np.testing.assert_array_equal(a.policy, b.policy)
+    np.testing.assert_array_equal(b.policy, c.policy)
+    np.testing.assert_array_equal(a.psi, c.psi)
+
+
+def test_capacity_binds_in_the_single_window_preset() -> None:
+    # tsg/Screening-Window-10F-v0: removing the capacity rows must improve the LP's value
+    # (otherwise ψ collapses to the best reachable detection; SPEC §1).
+    u = gym.make("tsg/Screening-Window-10F-v0").unwrapped
+    g = u.game
+    value = float(g.attacker_prior @ u.lp_solution.utility[0])
+    ample = dataclasses.replace(g, rates=g.rates * 1e6, key=None)
+    free_value = float(ample.attacker_prior @ solve_window_lp(ample, None).utility[0])
+    assert free_value > value + 1e-3
+
