@@ -1,0 +1,587 @@
+"""Shared pieces of the torch baselines: networks, observation scaling, the training loop.
+
+The learned methods are Tianshou 2.0.1 ``Algorithm`` objects (DDPG, TD3, SAC, PPO) driven by a
+small CleanRL-style loop written here instead of Tianshou's collector and trainer, because the
+constrained action space needs three things the stock loop does not do: warm-up with *feasible*
+actions (never the raw ``Box.sample()``), exploration noise added *before* the projection (in
+logit space, so that every executed and every stored action is feasible), and checkpoints at day
+boundaries that resume bit for bit. Tianshou's replay buffer, n-step returns, target networks,
+optimisers and update rules are used unchanged.
+
+Observation scaling is fixed and documented (:class:`ObsScale`): the queue features (backlog and
+team waits, minutes) are divided by ``wait_scale`` (10 minutes); the one-hot, history fractions
+and clock are already of order 1. Rewards (minus the wait in minutes) are multiplied by
+``reward_scale`` before they enter the buffer; reported waits are always in minutes.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import pickle
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tianshou.data import Batch, ReplayBuffer
+from tianshou.utils.net.common import ModuleWithVectorOutput
+from tianshou.utils.net.continuous import AbstractContinuousActorDeterministic
+from tianshou.utils.torch_utils import policy_within_training_step
+from torch import nn
+
+from baselines.api import RunConfig
+from tsg_envs.rollout import rollout
+from tsg_envs.wrappers import DEFAULT_BETA
+
+__all__ = [
+    "OffPolicyConfig",
+    "ObsScale",
+    "ScaledMLP",
+    "SimplexActor",
+    "Critic",
+    "TorchAgent",
+    "OffPolicyHooks",
+    "train_off_policy",
+    "make_config",
+    "day_seed",
+    "EVAL_SEED_BASE",
+    "evaluate_mean_wait",
+    "git_commit",
+    "CurveLog",
+    "latest_checkpoint",
+    "save_checkpoint",
+    "load_checkpoint",
+]
+
+#: Evaluation days (the learning curves and the final score) use reset seeds EVAL_SEED_BASE + i;
+#: training days are drawn from the run's seed and never collide with them in practice.
+EVAL_SEED_BASE: int = 1_000_000
+
+
+@dataclass(kw_only=True)
+class OffPolicyConfig:
+    """Hyper-parameters shared by the off-policy methods (DDPG, TD3, SAC families).
+
+    Attributes:
+        hidden_sizes: Hidden layer widths of actor and critic MLPs.
+        actor_lr: Adam learning rate of the actor.
+        critic_lr: Adam learning rate of the critic(s).
+        gamma: Discount per passenger (one step is one arriving passenger).
+        tau: Polyak rate of the target networks.
+        n_step: n-step return horizon.
+        batch_size: Minibatch size of each gradient step.
+        buffer_size: Replay buffer capacity (transitions).
+        warmup_steps: Environment steps with feasible random actions before learning starts.
+        updates_per_step: Gradient steps per environment step after warm-up.
+        reward_scale: Multiplies rewards (minus minutes of wait) before they are stored.
+        wait_scale: Minutes by which queue features of the observation are divided.
+        beta: Logit scale β of the softmax (as ``SoftmaxAlphaProjection``).
+        exploration_sigma: Std of the Gaussian exploration noise on the actor's tanh logits
+            (before softmax and projection), in [-1, 1] logit units.
+        checkpoint_every: Save a checkpoint at the first day boundary after every this many steps.
+        save_buffer: Also save the replay buffer in checkpoints (exact resume; large files).
+        eval_every: Evaluate the greedy policy on ``eval_days`` fixed days every this many steps
+            (the learning curve); 0 disables.
+        eval_days: Days per curve point.
+        threads: ``torch.set_num_threads`` during training.
+    """
+
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    actor_lr: float = 1e-4
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    tau: float = 0.005
+    n_step: int = 1
+    batch_size: int = 256
+    buffer_size: int = 200_000
+    warmup_steps: int = 5_000
+    updates_per_step: float = 1.0
+    reward_scale: float = 0.1
+    wait_scale: float = 10.0
+    beta: float = DEFAULT_BETA
+    exploration_sigma: float = 0.1
+    checkpoint_every: int = 20_000
+    save_buffer: bool = False
+    eval_every: int = 5_000
+    eval_days: int = 2
+    threads: int = 1
+
+
+def make_config(cls: type, hparams: dict[str, Any]) -> Any:
+    """Build config dataclass ``cls`` from overrides, rejecting unknown names.
+
+    Lists are turned into tuples (JSON/CLI round trips).
+    """
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(hparams) - names
+    if unknown:
+        raise ValueError(
+            f"unknown hparams {sorted(unknown)} for {cls.__name__}; known: {sorted(names)}"
+        )
+    clean = {k: tuple(v) if isinstance(v, list) else v for k, v in hparams.items()}
+    return cls(**clean)
+
+
+# Networks ---------------------------------------------------------------------------------------
+class ObsScale(nn.Module):
+    """Fixed observation scaling: queue features (backlog, waits; minutes) / ``wait_scale``.
+
+    Args:
+        obs_layout: ``env.unwrapped.obs_layout``.
+        obs_dim: Observation size O.
+        wait_scale: Minutes that map to 1.0.
+    """
+
+    def __init__(self, obs_layout: dict[str, slice], obs_dim: int, wait_scale: float) -> None:
+        super().__init__()
+        scale = torch.ones(obs_dim)
+        for name in ("backlog", "waits"):
+            scale[obs_layout[name]] = 1.0 / wait_scale
+        self.register_buffer("scale_O", scale)
+
+    def forward(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """(B, O) float32 scaled observations."""
+        obs_BO = torch.as_tensor(obs, dtype=torch.float32, device=self.scale_O.device)
+        return obs_BO * self.scale_O
+
+
+def _mlp(input_dim: int, hidden_sizes: Sequence[int], output_dim: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    d = input_dim
+    for h in hidden_sizes:
+        layers += [nn.Linear(d, h), nn.ReLU()]
+        d = h
+    if output_dim > 0:
+        layers.append(nn.Linear(d, output_dim))
+    return nn.Sequential(*layers)
+
+
+class ScaledMLP(ModuleWithVectorOutput):
+    """Tianshou preprocess net: :class:`ObsScale` then an MLP; ``forward(obs, state)``."""
+
+    def __init__(self, scale: ObsScale, obs_dim: int, hidden_sizes: Sequence[int]) -> None:
+        super().__init__(int(hidden_sizes[-1]))
+        self.scale = scale
+        self.net = _mlp(obs_dim, hidden_sizes, 0)
+
+    def forward(
+        self, obs: np.ndarray | torch.Tensor, state: Any = None, info: Any = None
+    ) -> tuple[torch.Tensor, Any]:
+        """(features (B, H), state)."""
+        return self.net(self.scale(obs)), state
+
+
+class SimplexActor(AbstractContinuousActorDeterministic):
+    """Deterministic actor onto the simplex, optionally projected: MLP → tanh → softmax(β·) → P.
+
+    The MLP's tanh output ``u`` ∈ (-1, 1)^T are the logits (the same parametrisation as
+    ``SoftmaxAlphaProjection``); ``s = softmax(β u)``; ``projection(s, obs)`` (an
+    :class:`~baselines.projection.AlphaProjection` or ``L2Projection``; None for the
+    unconstrained penalty actor). Exploration noise is added to ``u`` by the caller
+    (:meth:`from_logits`), so the projection sees it.
+
+    Args:
+        obs_layout: ``env.unwrapped.obs_layout``.
+        obs_dim: O.
+        n_teams: T.
+        hidden_sizes: MLP widths.
+        wait_scale: see :class:`ObsScale`.
+        beta: logit scale β.
+        projection: module ``(s_BT, obs_BO) -> y_BT`` or None.
+    """
+
+    def __init__(
+        self,
+        obs_layout: dict[str, slice],
+        obs_dim: int,
+        n_teams: int,
+        hidden_sizes: Sequence[int],
+        wait_scale: float,
+        beta: float,
+        projection: nn.Module | None,
+    ) -> None:
+        super().__init__(n_teams)
+        self.scale = ObsScale(obs_layout, obs_dim, wait_scale)
+        self.net = _mlp(obs_dim, hidden_sizes, n_teams)
+        self.beta = float(beta)
+        self.projection = projection
+        self.max_action = 1.0
+
+    def get_preprocess_net(self) -> ModuleWithVectorOutput:
+        """No separate preprocess stage."""
+        return ModuleWithVectorOutput.from_module(nn.Identity(), self.output_dim)
+
+    def get_output_dim(self) -> int:
+        """T."""
+        return self.output_dim
+
+    def logits(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """U = tanh(MLP(scaled obs)) ∈ (-1, 1)^T."""
+        return torch.tanh(self.net(self.scale(obs)))
+
+    def from_logits(
+        self, u_BT: torch.Tensor, obs: np.ndarray | torch.Tensor, double: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(y, s)``: the softmax point s = softmax(β u) and its projection y.
+
+        ``double`` computes the softmax (and returns both) in float64, for acting: the action
+        handed to the environment is then feasible to far below the 1e-6 tolerance.
+        """
+        z = self.beta * (u_BT.double() if double else u_BT)
+        s_BT = torch.softmax(z, dim=-1)
+        if self.projection is None:
+            return s_BT, s_BT
+        obs_BO = torch.as_tensor(obs, dtype=torch.float32, device=u_BT.device)
+        return self.projection(s_BT, obs_BO), s_BT
+
+    def forward(
+        self, obs: np.ndarray | torch.Tensor, state: Any = None, info: Any = None
+    ) -> tuple[torch.Tensor, Any]:
+        """(y_BT float32, state): the projected action (the critic's input)."""
+        y, _ = self.from_logits(self.logits(obs), obs)
+        return y.float(), state
+
+
+class Critic(nn.Module):
+    """Q(s, a): :class:`ObsScale`, concatenate the action, MLP → 1 (Tianshou critic signature)."""
+
+    def __init__(
+        self,
+        obs_layout: dict[str, slice],
+        obs_dim: int,
+        act_dim: int,
+        hidden_sizes: Sequence[int],
+        wait_scale: float,
+    ) -> None:
+        super().__init__()
+        self.scale = ObsScale(obs_layout, obs_dim, wait_scale)
+        self.net = _mlp(obs_dim + act_dim, hidden_sizes, 1)
+
+    def forward(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        act: np.ndarray | torch.Tensor | None = None,
+        info: Any = None,
+    ) -> torch.Tensor:
+        """(B, 1) Q-values."""
+        obs_BO = self.scale(obs)
+        act_BA = torch.as_tensor(act, dtype=torch.float32, device=obs_BO.device)
+        return self.net(torch.cat([obs_BO, act_BA], dim=-1))
+
+
+class TorchAgent:
+    """A trained policy as a :class:`tsg_envs.rollout.Agent`: deterministic, side-effect free.
+
+    Args:
+        act_fn: ``obs (O,) -> action (T,)`` numpy; called under ``torch.no_grad``.
+        name: Method name (for reprs and logs).
+    """
+
+    def __init__(self, act_fn: Callable[[np.ndarray], np.ndarray], name: str) -> None:
+        self._act_fn = act_fn
+        self.name = name
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        """The policy's action for one observation (``info`` is not needed)."""
+        with torch.no_grad():
+            return np.asarray(self._act_fn(np.asarray(obs, dtype=np.float32)), dtype=np.float64)
+
+    def __repr__(self) -> str:
+        return f"TorchAgent({self.name})"
+
+
+def greedy_simplex_act(actor: SimplexActor) -> Callable[[np.ndarray], np.ndarray]:
+    """``obs -> action`` of a :class:`SimplexActor` without noise (float64 projection)."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        obs_BO = torch.as_tensor(obs[None], dtype=torch.float32)
+        y, _ = actor.from_logits(actor.logits(obs_BO), obs_BO, double=True)
+        return y[0].numpy()
+
+    return act
+
+
+# Runs, seeds, evaluation, logging -------------------------------------------------------------
+def day_seed(seed: int, day: int) -> int:
+    """Reset seed of training day ``day`` of a run seeded ``seed`` (deterministic, < 2**31)."""
+    ss = np.random.SeedSequence([int(seed), int(day), 0x7573])
+    return int(ss.generate_state(1, dtype=np.uint32)[0] >> 1)
+
+
+def evaluate_mean_wait(env: gym.Env, agent: Any, n_days: int) -> tuple[float, float]:
+    """Mean over ``n_days`` fixed evaluation days of (mean wait, largest proposed violation)."""
+    waits, viol = [], 0.0
+    for i in range(n_days):
+        stats = rollout(env, agent, seed=EVAL_SEED_BASE + i)
+        waits.append(stats.mean_wait)
+        viol = max(viol, stats.max_violation)
+    return float(np.mean(waits)), viol
+
+
+def git_commit() -> str:
+    """Short hash of HEAD (``+dirty`` if the tracked tree differs), or ``unknown``."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "diff", "--quiet", "HEAD", "--", "baselines", "tsg_envs"],
+            cwd=root,
+            timeout=10,
+        ).returncode
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class CurveLog:
+    """Append-only CSV of the learning curve under ``run.out/curve.csv``.
+
+    Columns: method, env_id, instance_seed, seed, commit, step, wall_s, eval_mean_wait,
+    eval_days, train_day_mean_wait, max_violation.
+    """
+
+    FIELDS = (
+        "method",
+        "env_id",
+        "instance_seed",
+        "seed",
+        "commit",
+        "step",
+        "wall_s",
+        "eval_mean_wait",
+        "eval_days",
+        "train_day_mean_wait",
+        "max_violation",
+    )
+
+    def __init__(self, path: Path, method: str, run: RunConfig) -> None:
+        self.path = path
+        self.base = {
+            "method": method,
+            "env_id": run.env_id,
+            "instance_seed": run.instance_seed,
+            "seed": run.seed,
+            "commit": git_commit(),
+        }
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("w", newline="") as f:
+                csv.writer(f).writerow(self.FIELDS)
+
+    def write(self, **row: Any) -> None:
+        """Append one row (missing fields empty)."""
+        full = {**self.base, **row}
+        with self.path.open("a", newline="") as f:
+            csv.writer(f).writerow([full.get(k, "") for k in self.FIELDS])
+
+
+# Checkpoints -----------------------------------------------------------------------------------
+def latest_checkpoint(out: Path) -> Path | None:
+    """The newest ``ckpt_*.pt`` under ``out`` (by step), or None."""
+    out = Path(out)
+    if not out.is_dir():
+        return None
+    cks = sorted(out.glob("ckpt_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+    return cks[-1] if cks else None
+
+
+def save_checkpoint(out: Path, step: int, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` atomically to ``out/ckpt_{step}.pt`` and return the path."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"ckpt_{step:08d}.pt"
+    tmp = path.with_suffix(".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint` (trusted local files)."""
+    return torch.load(Path(path), map_location="cpu", weights_only=False)
+
+
+def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    return {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()}
+
+
+def _set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
+    rng.bit_generator.state = state["numpy"]
+    torch.set_rng_state(state["torch"])
+
+
+# The off-policy loop -----------------------------------------------------------------------------
+@dataclass
+class OffPolicyHooks:
+    """What a method plugs into :func:`train_off_policy`.
+
+    Attributes:
+        algorithm: The Tianshou off-policy ``Algorithm`` (its ``update`` is called).
+        warmup_action: ``(obs, info, rng) -> action`` for the warm-up steps (feasible sampler).
+        explore_action: ``(obs, rng) -> action`` of the behaviour policy (noise inside).
+        greedy_act: ``obs -> action`` of the deterministic policy (evaluation / the Agent).
+        config: The method's config dataclass (saved in checkpoints).
+        extra_state: Optional ``() -> dict`` saved in checkpoints, and its restorer.
+    """
+
+    algorithm: Any
+    warmup_action: Callable[[np.ndarray, dict[str, Any], np.random.Generator], np.ndarray]
+    explore_action: Callable[[np.ndarray, np.random.Generator], np.ndarray]
+    greedy_act: Callable[[np.ndarray], np.ndarray]
+    config: Any
+
+
+def _progress(run: RunConfig, initial: int) -> Any:
+    if not run.progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=run.steps, initial=initial, desc=run.algo, unit="step", smoothing=0.05)
+
+
+def train_off_policy(
+    run: RunConfig,
+    method: str,
+    cfg: OffPolicyConfig,
+    env: gym.Env,
+    eval_env: gym.Env,
+    hooks: OffPolicyHooks,
+) -> TorchAgent:
+    """Train ``hooks.algorithm`` for ``run.steps`` environment steps; checkpoint; resume.
+
+    One training day is one episode reset with :func:`day_seed` (run seed, day index). Warm-up
+    steps use ``hooks.warmup_action``; afterwards ``hooks.explore_action``; every stored action is
+    the executed one. After warm-up ``cfg.updates_per_step`` gradient steps follow each
+    environment step (fractions accumulate). Checkpoints (``ckpt_<step>.pt``: networks and
+    optimisers, step and day counters, numpy and torch RNG states, optionally the buffer) are
+    written at the first day boundary after every ``cfg.checkpoint_every`` steps and at the end;
+    a run whose ``run.out`` holds one resumes from it at the next day. The learning curve goes to
+    ``run.out/curve.csv``.
+
+    Returns:
+        The greedy policy as an Agent.
+    """
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(run.seed)
+    rng = np.random.default_rng(run.seed)
+    algorithm = hooks.algorithm
+    policy = algorithm.policy
+    out = Path(run.out)
+    buffer = ReplayBuffer(cfg.buffer_size)
+    step, day, update_credit, wall_before = 0, 0, 0.0, 0.0
+    ckpt = latest_checkpoint(out)
+    if ckpt is not None:
+        state = load_checkpoint(ckpt)
+        if state["method"] != method:
+            raise ValueError(f"{ckpt} holds a {state['method']} run, not {method}")
+        algorithm.load_state_dict(state["algorithm"])
+        step, day = state["step"], state["day"]
+        update_credit, wall_before = state["update_credit"], state["wall_s"]
+        _set_rng_state(rng, state["rng"])
+        if state.get("buffer") is not None:
+            buffer = pickle.loads(state["buffer"])
+    curve = CurveLog(out / "curve.csv", method, run)
+    agent = TorchAgent(hooks.greedy_act, method)
+    bar = _progress(run, step)
+    t0 = time.perf_counter() - wall_before
+    next_eval = (step // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
+    next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+    if step == 0 and cfg.eval_every > 0:
+        policy.eval()
+        ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
+        curve.write(step=0, wall_s=0.0, eval_mean_wait=ev, eval_days=cfg.eval_days,
+                    max_violation=viol)
+
+    def checkpoint() -> None:
+        save_checkpoint(
+            out,
+            step,
+            {
+                "method": method,
+                "config": dataclasses.asdict(cfg),
+                "algorithm": algorithm.state_dict(),
+                "step": step,
+                "day": day,
+                "update_credit": update_credit,
+                "wall_s": time.perf_counter() - t0,
+                "rng": _rng_state(rng),
+                "buffer": pickle.dumps(buffer) if cfg.save_buffer else None,
+            },
+        )
+
+    while step < run.steps:
+        obs, info = env.reset(seed=day_seed(run.seed, day))
+        day += 1
+        done = False
+        day_waits = []
+        while not done:
+            with torch.no_grad():
+                if step < cfg.warmup_steps:
+                    act = hooks.warmup_action(obs, info, rng)
+                else:
+                    act = hooks.explore_action(obs, rng)
+            obs_next, rew, terminated, truncated, info = env.step(act)
+            done = terminated or truncated
+            day_waits.append(info["wait"])
+            buffer.add(
+                Batch(
+                    obs=obs,
+                    act=act,
+                    rew=cfg.reward_scale * rew,
+                    terminated=terminated,
+                    truncated=truncated,
+                    obs_next=obs_next,
+                    info={},
+                )
+            )
+            obs = obs_next
+            step += 1
+            if step > cfg.warmup_steps:
+                update_credit += cfg.updates_per_step
+                if update_credit >= 1.0 and len(buffer) >= cfg.batch_size:
+                    with policy_within_training_step(policy):
+                        while update_credit >= 1.0:
+                            algorithm.update(buffer, cfg.batch_size)
+                            update_credit -= 1.0
+            if bar is not None:
+                bar.update(1)
+            if next_eval is not None and step >= next_eval:
+                ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
+                curve.write(
+                    step=step,
+                    wall_s=round(time.perf_counter() - t0, 2),
+                    eval_mean_wait=ev,
+                    eval_days=cfg.eval_days,
+                    max_violation=viol,
+                )
+                if bar is not None:
+                    bar.set_postfix(eval_wait=f"{ev:.2f}")
+                next_eval += cfg.eval_every
+            if step >= run.steps:
+                break
+        curve.write(
+            step=step,
+            wall_s=round(time.perf_counter() - t0, 2),
+            train_day_mean_wait=float(np.mean(day_waits)),
+        )
+        if step >= next_ckpt or step >= run.steps:
+            checkpoint()
+            next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+    if bar is not None:
+        bar.close()
+    policy.eval()
+    return agent

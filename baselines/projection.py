@@ -1,0 +1,249 @@
+"""Differentiable projections onto the per-category risk polytopes (torch).
+
+:class:`AlphaProjection` is the torch twin of :func:`tsg_envs.polytope.alpha_project` (Shah et
+al., AAAI 2020, Section "α-projection"): y = y0 + α (s - y0) with α the largest value in [0, 1]
+keeping A_ub y ≤ b_ub, shrunk by the same relative 1e-6. It holds every category's ``A_ub``,
+``b_ub`` and centre as buffers and gathers them from the category one-hot *in the observation*,
+so it works inside Tianshou's target actor, which is called without ``info``. It computes in
+float64 whatever the input dtype and returns the input dtype.
+
+:class:`L2Projection` is the OptLayer route the paper argues against: the Euclidean projection
+argmin_x ‖x - s‖² s.t. A_ub x ≤ b_ub, Σx = 1, as a differentiable QP through cvxpylayers
+(optional extra ``tsg-envs[l2]``; imported only when built).
+
+Shapes: B batch, T teams, K = M + T inequality rows, C categories, O observation size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from tsg_envs.polytope import ALPHA_SHRINK
+
+__all__ = [
+    "AlphaProjection",
+    "L2Projection",
+    "projection_distance",
+    "categories_from_obs",
+    "violation_torch",
+]
+
+
+def categories_from_obs(obs_BO: torch.Tensor, category: slice) -> tuple[torch.Tensor, torch.Tensor]:
+    """The waiting category of each observation and whether there is one.
+
+    Args:
+        obs_BO: (B, O) observations.
+        category: ``obs_layout["category"]``, the one-hot's slice.
+
+    Returns:
+        ``(cat_B, valid_B)``: the argmax of the one-hot (0 where it is all zero, i.e. after the
+        day's last passenger) and a bool mask of the rows that have a waiting passenger.
+    """
+    onehot_BC = obs_BO[..., category]
+    valid_B = onehot_BC.max(dim=-1).values > 0.5
+    cat_B = onehot_BC.argmax(dim=-1)
+    return cat_B, valid_B
+
+
+def violation_torch(y_BT: torch.Tensor, a_BKT: torch.Tensor, b_BK: torch.Tensor) -> torch.Tensor:
+    """SPEC violation measure max(0, max_i(a_i·y - b_i), |Σy - 1|, max(-y)), in float64."""
+    y = y_BT.double()
+    rows = torch.einsum("bkt,bt->bk", a_BKT.double(), y) - b_BK.double()
+    parts = torch.stack(
+        [
+            torch.zeros_like(y[:, 0]),
+            rows.max(dim=-1).values,
+            (y.sum(dim=-1) - 1.0).abs(),
+            (-y).max(dim=-1).values,
+        ],
+        dim=-1,
+    )
+    return parts.max(dim=-1).values
+
+
+def projection_distance(s_BT: torch.Tensor, y_BT: torch.Tensor) -> torch.Tensor:
+    """‖s - y‖² per sample: the optional regulariser on how far the projection moved s."""
+    return (s_BT - y_BT).pow(2).sum(dim=-1)
+
+
+class AlphaProjection(nn.Module):
+    """Batched α-projection, each sample onto its own category's polytope.
+
+    Args:
+        a_ub: (C, K, T) inequality rows of every category (``PolytopeSet.A_ub``).
+        b_ub: (C, K) right-hand sides.
+        centers: (C, T) strictly interior points y0.
+        category: slice of the category one-hot in the observation.
+        shrink: relative shrink of α below an exact boundary hit (default 1e-6, as numpy).
+    """
+
+    def __init__(
+        self,
+        a_ub: np.ndarray,
+        b_ub: np.ndarray,
+        centers: np.ndarray,
+        category: slice,
+        shrink: float = ALPHA_SHRINK,
+    ) -> None:
+        super().__init__()
+        a = torch.tensor(np.array(a_ub, dtype=np.float64))
+        b = torch.tensor(np.array(b_ub, dtype=np.float64))
+        y0 = torch.tensor(np.array(centers, dtype=np.float64))
+        if a.ndim != 3 or b.shape != a.shape[:2] or y0.shape != (a.shape[0], a.shape[2]):
+            raise ValueError(
+                f"shapes must be A (C,K,T), b (C,K), centres (C,T); got {tuple(a.shape)}, "
+                f"{tuple(b.shape)}, {tuple(y0.shape)}"
+            )
+        self.register_buffer("a_ub", a, persistent=False)
+        self.register_buffer("b_ub", b, persistent=False)
+        self.register_buffer("centers", y0, persistent=False)
+        # slack of the centre in every row, b - A y0 (> 0 for an interior centre)
+        self.register_buffer(
+            "slack0", b - torch.einsum("ckt,ct->ck", a, y0), persistent=False
+        )
+        self.category = slice(category.start, category.stop)
+        self.shrink = float(shrink)
+
+    @classmethod
+    def from_env(cls, env: gym.Env) -> AlphaProjection:
+        """Build from an env's public ``polytopes`` and ``obs_layout``."""
+        u = env.unwrapped
+        p = u.polytopes
+        return cls(p.A_ub, p.b_ub, p.centers, u.obs_layout["category"])
+
+    @property
+    def n_teams(self) -> int:
+        """T."""
+        return int(self.centers.shape[-1])
+
+    def categories(self, obs_BO: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(cat_B, valid_B)`` from the observations' one-hot (see :func:`categories_from_obs`)."""
+        return categories_from_obs(obs_BO, self.category)
+
+    def forward(
+        self,
+        s_BT: torch.Tensor,
+        obs_BO: torch.Tensor | None = None,
+        cat_B: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Project ``s`` (points of the simplex) toward each sample's category centre.
+
+        Give either the observations (the category is their one-hot's argmax) or the categories.
+        Rows whose observation has no waiting passenger (all-zero one-hot) are returned
+        unchanged: there is no constraint to enforce and Tianshou masks their targets anyway.
+
+        Returns:
+            (B, T) projected points, in ``s``'s dtype (computed in float64).
+        """
+        valid_B = None
+        if cat_B is None:
+            if obs_BO is None:
+                raise ValueError("give obs_BO or cat_B")
+            cat_B, valid_B = self.categories(torch.as_tensor(obs_BO))
+        cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.centers.device)
+        s = s_BT.double()
+        a_BKT = self.a_ub[cat_B]
+        y0_BT = self.centers[cat_B]
+        d_BT = s - y0_BT
+        ad_BK = torch.einsum("bkt,bt->bk", a_BKT, d_BT)
+        pos = ad_BK > 0
+        ratio_BK = torch.where(
+            pos, self.slack0[cat_B] / torch.where(pos, ad_BK, torch.ones_like(ad_BK)), torch.inf
+        )
+        alpha_B = ratio_BK.min(dim=-1).values.clamp(max=1.0)
+        alpha_B = torch.where(
+            alpha_B < 1.0, (alpha_B * (1.0 - self.shrink)).clamp(min=0.0), torch.ones_like(alpha_B)
+        )
+        y_BT = y0_BT + alpha_B[:, None] * d_BT
+        if valid_B is not None:
+            y_BT = torch.where(valid_B[:, None], y_BT, s)
+        return y_BT.to(s_BT.dtype)
+
+    def violation(self, y_BT: torch.Tensor, cat_B: torch.Tensor) -> torch.Tensor:
+        """Per-sample SPEC violation of ``y`` against its category's polytope, in float64."""
+        cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.centers.device)
+        return violation_torch(y_BT, self.a_ub[cat_B], self.b_ub[cat_B])
+
+
+class L2Projection(nn.Module):
+    """Euclidean projection onto each sample's polytope: a differentiable QP (cvxpylayers).
+
+    argmin_x ‖x - s‖² s.t. A_ub x ≤ b_ub, Σx = 1, solved per sample by cvxpylayers (diffcp/SCS),
+    gradients by implicit differentiation. The solver is accurate to about 1e-4 only, so the
+    solution is cleaned up exactly: clipped at 0, renormalised and α-projected (a move of the
+    order of the solver's error that makes it feasible to 1e-6); gradients pass through both.
+
+    Args:
+        a_ub: (C, K, T) inequality rows.
+        b_ub: (C, K).
+        centers: (C, T) interior points (for the clean-up α-projection).
+        category: slice of the category one-hot in the observation.
+        solver_args: passed to the cvxpylayers call (e.g. ``{"eps": 1e-8}``).
+
+    Raises:
+        ImportError: when cvxpylayers is not installed (``pip install 'tsg-envs[l2]'``).
+    """
+
+    def __init__(
+        self,
+        a_ub: np.ndarray,
+        b_ub: np.ndarray,
+        centers: np.ndarray,
+        category: slice,
+        solver_args: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        try:
+            import cvxpy as cp
+            from cvxpylayers.torch import CvxpyLayer
+        except ImportError as err:  # pragma: no cover - depends on the extra
+            raise ImportError(
+                "L2Projection needs cvxpylayers: pip install 'tsg-envs[l2]' "
+                "(or pip install cvxpylayers)"
+            ) from err
+        self.alpha = AlphaProjection(a_ub, b_ub, centers, category)
+        _, k, t = self.alpha.a_ub.shape
+        x = cp.Variable(t)
+        a = cp.Parameter((k, t))
+        b = cp.Parameter(k)
+        s = cp.Parameter(t)
+        problem = cp.Problem(cp.Minimize(cp.sum_squares(x - s)), [a @ x <= b, cp.sum(x) == 1])
+        self.layer = CvxpyLayer(problem, parameters=[a, b, s], variables=[x])
+        self.solver_args = dict(solver_args or {})
+
+    @classmethod
+    def from_env(cls, env: gym.Env, **kwargs: Any) -> L2Projection:
+        """Build from an env's public ``polytopes`` and ``obs_layout``."""
+        u = env.unwrapped
+        p = u.polytopes
+        return cls(p.A_ub, p.b_ub, p.centers, u.obs_layout["category"], **kwargs)
+
+    def forward(
+        self,
+        s_BT: torch.Tensor,
+        obs_BO: torch.Tensor | None = None,
+        cat_B: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """L2-project ``s`` (B, T) onto each sample's polytope; returns ``s``'s dtype."""
+        valid_B = None
+        if cat_B is None:
+            if obs_BO is None:
+                raise ValueError("give obs_BO or cat_B")
+            cat_B, valid_B = self.alpha.categories(torch.as_tensor(obs_BO))
+        cat_B = torch.as_tensor(cat_B, dtype=torch.long)
+        s = s_BT.double()
+        (x_BT,) = self.layer(
+            self.alpha.a_ub[cat_B], self.alpha.b_ub[cat_B], s, solver_args=self.solver_args
+        )
+        x_BT = x_BT.clamp(min=0.0)
+        x_BT = x_BT / x_BT.sum(dim=-1, keepdim=True).clamp(min=1e-12)
+        y_BT = self.alpha(x_BT, cat_B=cat_B)
+        if valid_B is not None:
+            y_BT = torch.where(valid_B[:, None], y_BT, s)
+        return y_BT.to(s_BT.dtype)

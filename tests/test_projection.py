@@ -1,0 +1,173 @@
+"""Tests of the torch projections (baselines.projection) against hand values and numpy."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tsg_envs  # noqa: E402,F401
+from baselines.projection import (  # noqa: E402
+    AlphaProjection,
+    L2Projection,
+    categories_from_obs,
+    projection_distance,
+    violation_torch,
+)
+from tsg_envs.polytope import FEASIBILITY_TOL, alpha_project, violation  # noqa: E402
+
+HAS_CVXPYLAYERS = importlib.util.find_spec("cvxpylayers") is not None
+
+# A hand-made 2-team "polytope" (one category): the risk row -π0 ≤ -0.5 (π0 ≥ 0.5), then the
+# rows -π_t ≤ 0; centre y0 = (0.75, 0.25). One-hot of the category at obs[0:1].
+A_HAND = np.array([[[-1.0, 0.0], [-1.0, 0.0], [0.0, -1.0]]])
+B_HAND = np.array([[-0.5, 0.0, 0.0]])
+Y0_HAND = np.array([[0.75, 0.25]])
+SHRINK = 1 - 1e-6
+
+
+@pytest.fixture(scope="module")
+def env() -> gym.Env:
+    return gym.make("tsg/Screening-v0", instance_seed=0)
+
+
+@pytest.fixture(scope="module")
+def proj(env: gym.Env) -> AlphaProjection:
+    return AlphaProjection.from_env(env)
+
+
+def _hand() -> AlphaProjection:
+    return AlphaProjection(A_HAND, B_HAND, Y0_HAND, slice(0, 1))
+
+
+def test_hand_projection_value() -> None:
+    # s = (0, 1): d = s - y0 = (-0.75, 0.75). Row 0: a·d = 0.75 > 0, slack b - a·y0 = -0.5 +
+    # 0.75 = 0.25, ratio 1/3; row 1 (-π0 ≤ 0): a·d = 0.75, slack 0.75, ratio 1; row 2: a·d < 0.
+    # α = (1/3)(1 - 1e-6); y = y0 + α d = (0.75 - 0.25 (1 - 1e-6), 0.25 + 0.25 (1 - 1e-6)).
+    y = _hand()(torch.tensor([[0.0, 1.0]], dtype=torch.float64), cat_B=torch.tensor([0]))
+    np.testing.assert_allclose(y.numpy(), [[0.50000025, 0.49999975]], rtol=0, atol=1e-15)
+    # a point inside is returned unchanged (α = 1, no shrink)
+    y_in = _hand()(torch.tensor([[0.6, 0.4]], dtype=torch.float64), cat_B=torch.tensor([0]))
+    np.testing.assert_array_equal(y_in.numpy(), [[0.6, 0.4]])
+
+
+def test_hand_projection_jacobian() -> None:
+    # With row 0 active, α(s) = c σ / (a·(s - y0)), c = 1 - 1e-6, σ = 0.25, a = (-1, 0), so
+    # ∂α/∂s = -c σ a / (a·d)² = (c·0.25/0.5625, 0) = (4c/9, 0) at s = (0, 1), and
+    # J = α I + d ∂αᵀ = [[c/3 - 0.75·4c/9, 0], [0.75·4c/9, c/3]] = [[0, 0], [c/3, c/3]].
+    s = torch.tensor([[0.0, 1.0]], dtype=torch.float64, requires_grad=True)
+    jac = torch.autograd.functional.jacobian(
+        lambda x: _hand()(x, cat_B=torch.tensor([0])), s
+    )[0, :, 0, :]
+    np.testing.assert_allclose(
+        jac.numpy(), [[0.0, 0.0], [SHRINK / 3, SHRINK / 3]], rtol=0, atol=1e-12
+    )
+
+
+def test_gradcheck_on_the_default_polytopes(env: gym.Env, proj: AlphaProjection) -> None:
+    polys = env.unwrapped.polytopes
+    rng = np.random.default_rng(0)
+    n = 400
+    cats = rng.integers(0, polys.n_categories, n)
+    logits = rng.normal(size=(n, proj.n_teams)) * rng.choice([0.01, 4.0], size=(n, 1))
+    s = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    # keep points away from the kinks of α = min(1, min_i ratio_i) (numpy, independently):
+    # the smallest ratio not within 1e-3 of 1 and not tied (1e-3) with the second smallest
+    d = s - polys.centers[cats]
+    ad = np.einsum("nkt,nt->nk", polys.A_ub[cats], d)
+    slack = polys.b_ub[cats] - np.einsum("nkt,nt->nk", polys.A_ub[cats], polys.centers[cats])
+    ratio = np.sort(np.where(ad > 0, slack / np.where(ad > 0, ad, 1.0), np.inf), axis=-1)
+    smooth = (np.abs(ratio[:, 0] - 1) > 1e-3) & (ratio[:, 1] - ratio[:, 0] > 1e-3)
+    inside, outside = np.flatnonzero(smooth & (ratio[:, 0] > 1)), np.flatnonzero(
+        smooth & (ratio[:, 0] < 1)
+    )
+    assert len(inside) >= 4 and len(outside) >= 12
+    keep = np.concatenate([inside[:4], outside[:12]])
+    x = torch.tensor(s[keep]).requires_grad_(True)
+    cat_b = torch.tensor(cats[keep])
+    assert torch.autograd.gradcheck(lambda v: proj(v, cat_B=cat_b), (x,), eps=1e-7, atol=1e-5)
+
+
+def test_agrees_with_numpy(env: gym.Env, proj: AlphaProjection) -> None:
+    polys = env.unwrapped.polytopes
+    rng = np.random.default_rng(1)
+    n = 20_000
+    cats = rng.integers(0, polys.n_categories, n)
+    s = rng.dirichlet(np.full(proj.n_teams, 0.3), size=n)
+    expected = alpha_project(s, polys.centers[cats], polys.A_ub[cats], polys.b_ub[cats])
+    got = proj(torch.tensor(s), cat_B=torch.tensor(cats)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+def test_category_from_observation_and_terminal_rows(env: gym.Env, proj: AlphaProjection) -> None:
+    layout = env.unwrapped.obs_layout
+    obs_dim = env.observation_space.shape[0]
+    rng = np.random.default_rng(2)
+    cats = np.array([3, 17, 0, 49])
+    obs = np.zeros((5, obs_dim), dtype=np.float32)
+    obs[np.arange(4), layout["category"].start + cats] = 1.0  # row 4: all-zero one-hot
+    cat_B, valid_B = categories_from_obs(torch.tensor(obs), layout["category"])
+    assert cat_B[:4].tolist() == [3, 17, 0, 49]
+    assert valid_B.tolist() == [True, True, True, True, False]
+    s = torch.softmax(torch.tensor(rng.normal(size=(5, proj.n_teams)) * 5), -1)
+    by_obs = proj(s, obs_BO=torch.tensor(obs))
+    by_cat = proj(s[:4], cat_B=torch.tensor(cats))
+    np.testing.assert_array_equal(by_obs[:4].numpy(), by_cat.numpy())
+    np.testing.assert_array_equal(by_obs[4].numpy(), s[4].numpy())  # no passenger: unchanged
+
+
+def test_float32_outputs_are_feasible_in_float64(env: gym.Env, proj: AlphaProjection) -> None:
+    polys = env.unwrapped.polytopes
+    rng = np.random.default_rng(3)
+    n = 100_000
+    cats = rng.integers(0, polys.n_categories, n)
+    logits = rng.normal(size=(n, proj.n_teams)) * rng.choice([1.0, 10.0, 50.0], size=(n, 1))
+    s32 = torch.softmax(torch.tensor(logits, dtype=torch.float32), -1)
+    y32 = proj(s32, cat_B=torch.tensor(cats))
+    assert y32.dtype == torch.float32
+    v = violation(y32.numpy().astype(np.float64), polys.A_ub[cats], polys.b_ub[cats])
+    assert v.max() <= FEASIBILITY_TOL
+    # and the torch violation measure agrees with numpy's
+    vt = proj.violation(y32, torch.tensor(cats)).numpy()
+    np.testing.assert_allclose(vt, v, rtol=0, atol=1e-12)
+
+
+def test_violation_torch_by_hand() -> None:
+    # y = (1.2, -0.2): row 0 -1.2 ≤ -0.5 holds (excess -0.7), -π0 row excess -1.2, -π1 row
+    # excess 0.2; |Σ - 1| = 0; max(-y) = 0.2 → violation 0.2.
+    y = torch.tensor([[1.2, -0.2]], dtype=torch.float64)
+    v = violation_torch(y, torch.tensor(A_HAND), torch.tensor(B_HAND))
+    np.testing.assert_allclose(v.numpy(), [0.2], atol=1e-15)
+    # ‖s - y‖² of (1, 0) vs (0.5, 0.5) is 0.25 + 0.25
+    d = projection_distance(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.5, 0.5]]))
+    np.testing.assert_allclose(d.numpy(), [0.5])
+
+
+@pytest.mark.skipif(not HAS_CVXPYLAYERS, reason="needs the l2 extra (cvxpylayers)")
+def test_l2_projection_hand_and_feasible(env: gym.Env) -> None:
+    # Hand polytope: the L2 projection of s = (0, 1) onto {π0 ≥ 0.5, simplex} is (0.5, 0.5);
+    # the clean-up α-step may move it toward y0 by the solver's error only.
+    layer = L2Projection(A_HAND, B_HAND, Y0_HAND, slice(0, 1))
+    y = layer(torch.tensor([[0.0, 1.0]], dtype=torch.float64), cat_B=torch.tensor([0]))
+    np.testing.assert_allclose(y.detach().numpy(), [[0.5, 0.5]], atol=1e-4)
+    assert y[0, 0].item() >= 0.5 - FEASIBILITY_TOL
+    # default polytopes: feasible to 1e-6, no farther from s than the α-projection, grads exist
+    l2 = L2Projection.from_env(env)
+    alpha = AlphaProjection.from_env(env)
+    polys = env.unwrapped.polytopes
+    rng = np.random.default_rng(4)
+    cats = rng.integers(0, polys.n_categories, 24)
+    s = torch.softmax(torch.tensor(rng.normal(size=(24, 10)) * 4), -1).requires_grad_(True)
+    y = l2(s, cat_B=torch.tensor(cats))
+    v = violation(y.detach().numpy(), polys.A_ub[cats], polys.b_ub[cats])
+    assert v.max() <= FEASIBILITY_TOL
+    ya = alpha(s.detach(), cat_B=torch.tensor(cats))
+    d_l2 = projection_distance(s.detach(), y.detach())
+    d_alpha = projection_distance(s.detach(), ya)
+    assert bool((d_l2 <= d_alpha + 1e-4).all())
+    y.sum().backward()
+    assert s.grad is not None and torch.isfinite(s.grad).all()
