@@ -1,0 +1,337 @@
+"""Evaluation harness: roll an agent out on fixed days and compare it with the reference policies.
+
+``evaluate(agent_factory, env_id, instance_seeds, day_seeds)`` plays one episode per
+(instance, day) with :func:`tsg_envs.rollout.rollout`, and plays the *reference* policies on
+exactly the same days: the static window LP (``"lp"``, SPEC §4) and the slack-guided
+per-passenger LP (``"slack-guided"``, the strongest non-learning baseline at the same ψ). The
+arrivals of a day depend only on its seed, so every policy faces the same passengers (SPEC §5).
+Reference episodes are cached in-process per (env id, instance, day, env kwargs), so
+evaluating many agents on the same days pays for the references once.
+
+Per episode it records the agent's mean, p95 and max wait, its proposed and executed
+violations and largest violation, the references' mean waits and the delay ratios
+``ratio_lp = LP mean wait / agent mean wait`` and ``ratio_slack_guided = slack-guided mean wait
+/ agent mean wait`` (higher is better; > 1 beats the reference). :meth:`EvaluationResult.summary`
+aggregates: waits averaged over episodes (each day weighs the same), the pooled ratios (ratio
+of the averaged waits), violations summed, the largest violation maxed.
+
+Seeds (the convention every method follows). Evaluation days use seeds
+``EVAL_SEED_BASE + k = 10_000 + k`` (k = 0, 1, ...); training days of a run with seed ``s`` use
+``training_day_seed(s, k) = s * 1_000_003 + k``. The two ranges are disjoint as long as a run
+trains on fewer than 10_000 days when s = 0 (about 9 million steps of ``tsg/Screening-v0``), and
+for any realistic budget when s >= 1; :func:`seed_ranges_overlap` checks it.
+
+The leaderboard builds on :func:`evaluate` (it passes its own ``agent_factory`` per submission);
+``agent_factory(env)`` is called once per instance and must return an agent for that env.
+
+Example:
+    >>> from baselines.evaluate import evaluate
+    >>> from tsg_envs.rollout import CentreAgent
+    >>> res = evaluate(CentreAgent, "tsg/Screening-v0", [0], [10_000, 10_001])
+    >>> res.summary()["ratio_lp"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from tsg_envs.rollout import Agent, LPAgent, rollout
+
+__all__ = [
+    "EVAL_SEED_BASE",
+    "TRAIN_SEED_STRIDE",
+    "REFERENCES",
+    "AgentFactory",
+    "EpisodeRecord",
+    "EvaluationResult",
+    "evaluate",
+    "evaluation_day_seeds",
+    "training_day_seed",
+    "seed_ranges_overlap",
+    "delay_ratio",
+    "reference_summary",
+    "clear_reference_cache",
+]
+
+#: First evaluation day seed: evaluation days are ``EVAL_SEED_BASE + k``.
+EVAL_SEED_BASE: int = 10_000
+#: Stride between runs' training day seeds: training day k of seed s is ``s * stride + k``.
+TRAIN_SEED_STRIDE: int = 1_000_003
+
+#: ``agent_factory(env) -> Agent``: builds (or returns) the agent for one instance's env.
+AgentFactory = Callable[[gym.Env], Agent]
+
+
+def evaluation_day_seeds(n_days: int, base: int = EVAL_SEED_BASE) -> list[int]:
+    """The evaluation day seeds ``base, base + 1, ..., base + n_days - 1``."""
+    if n_days < 1:
+        raise ValueError(f"need at least one evaluation day, got {n_days}")
+    return list(range(int(base), int(base) + int(n_days)))
+
+
+def training_day_seed(seed: int, k: int) -> int:
+    """Seed of training day ``k`` of a run with ``seed``: ``seed * 1_000_003 + k``."""
+    return int(seed) * TRAIN_SEED_STRIDE + int(k)
+
+
+def seed_ranges_overlap(seed: int, n_train_days: int, eval_seeds: Sequence[int]) -> bool:
+    """Whether training days 0..n_train_days-1 of ``seed`` share a seed with ``eval_seeds``."""
+    lo = training_day_seed(seed, 0)
+    hi = lo + max(int(n_train_days), 0)
+    return any(lo <= s < hi for s in eval_seeds)
+
+
+def delay_ratio(reference_wait: float, agent_wait: float) -> float:
+    """Reference wait / agent wait (1 when both are 0, inf when only the agent's is 0)."""
+    if agent_wait > 0:
+        return float(reference_wait / agent_wait)
+    return 1.0 if reference_wait <= 0 else math.inf
+
+
+def _slack_guided_agent(env: gym.Env) -> Agent:
+    from baselines.slack_guided import make_agent
+
+    return make_agent(env)
+
+
+#: Reference policies: name -> ``agent_factory`` (default configs).
+REFERENCES: dict[str, AgentFactory] = {
+    "lp": LPAgent,
+    "slack-guided": _slack_guided_agent,
+}
+
+_REFERENCE_CACHE: OrderedDict = OrderedDict()
+_REFERENCE_CACHE_SIZE = 4096
+
+
+def clear_reference_cache() -> None:
+    """Forget every cached reference episode."""
+    _REFERENCE_CACHE.clear()
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable, order-independent stand-in for env kwargs (arrays become tuples)."""
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One evaluated episode (one instance, one day).
+
+    Attributes:
+        env_id: Gymnasium id.
+        instance_seed: Instance.
+        day_seed: The day's arrival seed (``env.reset(seed=day_seed)``).
+        n_passengers: Passengers of the day.
+        mean_wait: Agent's mean wait per passenger, minutes.
+        p95_wait: Agent's 95th percentile wait, minutes.
+        max_wait: Agent's largest wait, minutes.
+        proposed_violations: Passengers whose proposed action broke the polytope by > 1e-6.
+        executed_violations: Passengers whose executed action did (0 outside penalize mode).
+        max_violation: Largest violation of any proposed action.
+        reference_mean_wait: Mean wait of each reference policy on the same day.
+        ratio_lp: LP mean wait / agent mean wait (None without the LP reference).
+        ratio_slack_guided: Slack-guided mean wait / agent mean wait (None without it).
+    """
+
+    env_id: str
+    instance_seed: int
+    day_seed: int
+    n_passengers: int
+    mean_wait: float
+    p95_wait: float
+    max_wait: float
+    proposed_violations: int
+    executed_violations: int
+    max_violation: float
+    reference_mean_wait: dict[str, float] = field(default_factory=dict)
+    ratio_lp: float | None = None
+    ratio_slack_guided: float | None = None
+
+    def flat(self) -> dict[str, Any]:
+        """The record as a flat dict (``reference_mean_wait`` becomes ``<name>_mean_wait``)."""
+        out = asdict(self)
+        refs = out.pop("reference_mean_wait")
+        for name, wait in refs.items():
+            out[f"{name.replace('-', '_')}_mean_wait"] = wait
+        return out
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Every episode of an evaluation, and their aggregate.
+
+    Attributes:
+        env_id: Gymnasium id.
+        env_kwargs: Extra ``gym.make`` kwargs used.
+        records: One :class:`EpisodeRecord` per (instance, day), instances outermost.
+    """
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    records: list[EpisodeRecord]
+
+    def summary(self) -> dict[str, Any]:
+        """Aggregate metrics over the episodes.
+
+        Waits are averaged over episodes (each day weighs the same); ``ratio_lp`` and
+        ``ratio_slack_guided`` are pooled (the references' averaged mean wait over the agent's);
+        violations are summed; ``max_violation`` and ``max_wait`` are the largest.
+        """
+        recs = self.records
+        agent = float(np.mean([r.mean_wait for r in recs]))
+        out: dict[str, Any] = {
+            "n_episodes": len(recs),
+            "mean_wait": agent,
+            "p95_wait": float(np.mean([r.p95_wait for r in recs])),
+            "max_wait": float(np.max([r.max_wait for r in recs])),
+            "proposed_violations": int(sum(r.proposed_violations for r in recs)),
+            "executed_violations": int(sum(r.executed_violations for r in recs)),
+            "max_violation": float(max(r.max_violation for r in recs)),
+        }
+        names = list(recs[0].reference_mean_wait) if recs else []
+        for name in names:
+            ref = float(np.mean([r.reference_mean_wait[name] for r in recs]))
+            key = name.replace("-", "_")
+            out[f"{key}_mean_wait"] = ref
+            out[f"ratio_{key}"] = delay_ratio(ref, agent)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly: env id, kwargs, summary and the flat per-episode records."""
+        from baselines.nonlearning import jsonable
+
+        return {
+            "env_id": self.env_id,
+            "env_kwargs": jsonable(self.env_kwargs),
+            "summary": self.summary(),
+            "episodes": [r.flat() for r in self.records],
+        }
+
+
+def reference_summary(
+    name: str,
+    env: gym.Env,
+    env_id: str,
+    instance_seed: int,
+    day_seed: int,
+    env_kwargs: dict[str, Any] | None = None,
+    agents: dict[str, Agent] | None = None,
+) -> dict[str, float]:
+    """``EpisodeStats.summary()`` of reference ``name`` on one day, cached in-process.
+
+    Args:
+        name: A key of :data:`REFERENCES`.
+        env: The instance's env (made with ``env_id``, ``instance_seed`` and ``env_kwargs``).
+        env_id: Its id (part of the cache key).
+        instance_seed: Its instance (part of the cache key).
+        day_seed: The day.
+        env_kwargs: Its extra kwargs (part of the cache key).
+        agents: Reference agents already built for this env, by name (filled in as needed).
+    """
+    key = (name, env_id, int(instance_seed), int(day_seed), _freeze(dict(env_kwargs or {})))
+    if key in _REFERENCE_CACHE:
+        _REFERENCE_CACHE.move_to_end(key)
+        return _REFERENCE_CACHE[key]
+    agents = {} if agents is None else agents
+    if name not in agents:
+        agents[name] = REFERENCES[name](env)
+    summary = rollout(env, agents[name], seed=int(day_seed)).summary()
+    _REFERENCE_CACHE[key] = summary
+    if len(_REFERENCE_CACHE) > _REFERENCE_CACHE_SIZE:
+        _REFERENCE_CACHE.popitem(last=False)
+    return summary
+
+
+def evaluate(
+    agent_factory: AgentFactory,
+    env_id: str,
+    instance_seeds: Sequence[int],
+    day_seeds: Sequence[int],
+    env_kwargs: dict[str, Any] | None = None,
+    references: Sequence[str] = ("lp", "slack-guided"),
+    progress: bool = False,
+) -> EvaluationResult:
+    """Roll ``agent_factory(env)`` out on every (instance, day) next to the reference policies.
+
+    Args:
+        agent_factory: ``agent_factory(env) -> Agent``, called once per instance (pass a
+            lambda returning a prebuilt agent to evaluate it on its own instance).
+        env_id: Gymnasium id.
+        instance_seeds: Instances (``gym.make(env_id, instance_seed=...)``).
+        day_seeds: Arrival seeds of the days, the same for every instance (see
+            :func:`evaluation_day_seeds`).
+        env_kwargs: Extra ``gym.make`` kwargs (e.g. ``risk_slack``), shared by agent and
+            references.
+        references: Names from :data:`REFERENCES` to compare with (cached in-process).
+        progress: Show a tqdm bar over the episodes.
+
+    Returns:
+        The :class:`EvaluationResult`.
+    """
+    env_kwargs = dict(env_kwargs or {})
+    unknown = [n for n in references if n not in REFERENCES]
+    if unknown:
+        raise ValueError(f"unknown reference(s) {unknown}; known: {list(REFERENCES)}")
+    instance_seeds = [int(i) for i in instance_seeds]
+    day_seeds = [int(d) for d in day_seeds]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(instance_seeds) * len(day_seeds), desc=f"evaluate {env_id}",
+                   unit="day")
+    records: list[EpisodeRecord] = []
+    for instance_seed in instance_seeds:
+        env = gym.make(env_id, **{**env_kwargs, "instance_seed": instance_seed})
+        agent = agent_factory(env)
+        ref_agents: dict[str, Agent] = {}
+        for day_seed in day_seeds:
+            stats = rollout(env, agent, seed=day_seed)
+            refs = {
+                name: reference_summary(
+                    name, env, env_id, instance_seed, day_seed, env_kwargs, ref_agents
+                )["mean_wait"]
+                for name in references
+            }
+            records.append(
+                EpisodeRecord(
+                    env_id=env_id,
+                    instance_seed=instance_seed,
+                    day_seed=day_seed,
+                    n_passengers=int(stats.waits.shape[0]),
+                    mean_wait=stats.mean_wait,
+                    p95_wait=stats.p95_wait,
+                    max_wait=stats.max_wait,
+                    proposed_violations=stats.proposed_violations,
+                    executed_violations=stats.executed_violations,
+                    max_violation=stats.max_violation,
+                    reference_mean_wait=refs,
+                    ratio_lp=delay_ratio(refs["lp"], stats.mean_wait) if "lp" in refs else None,
+                    ratio_slack_guided=(
+                        delay_ratio(refs["slack-guided"], stats.mean_wait)
+                        if "slack-guided" in refs else None
+                    ),
+                )
+            )
+            if bar is not None:
+                bar.update(1)
+        env.close()
+    if bar is not None:
+        bar.close()
+    return EvaluationResult(env_id=env_id, env_kwargs=env_kwargs, records=records)

@@ -1,0 +1,273 @@
+"""The slack-guided per-passenger LP (SPEC §4): method ``slack-guided``.
+
+For each arriving passenger of category c in LP window w, given the teams' current waits w_t
+(``obs[obs_layout["waits"]]``), play
+
+    π* = argmin_{π ∈ polytope(c)}  π·(w + ε s) + μ ‖π − π^slack_{c,w}‖₁
+
+where π^slack is the static slack LP's allocation (:mod:`baselines.slack_lp`). The first term is
+the passenger's expected wait; the L1 term keeps the allocation near the slack LP's plan, which
+balances the window's load, so the policy deviates only when the queues make it worth more than
+μ minutes per unit of moved probability. μ = 0 is the myopic LP (:mod:`baselines.myopic`); as μ
+grows the policy becomes the slack LP exactly (once 2μ exceeds the spread of the waits, moving
+mass away from π^slack never pays).
+
+Default μ = 1 minute: a sweep over μ ∈ {0, 0.1, 0.3, 1, 3, 10, 100} on ``tsg/Screening-v0``
+(instances 0-1, 5 days each; ``baselines/scripts/mu_sweep.py``) gave its lowest mean wait at
+μ = 1.
+
+Ties. Waits tie often (teams sharing the bottleneck resource have equal waits; at the day
+start every wait is 0), and a tied LP's answer would depend on the warm-start basis, i.e. on
+the history of calls, which would give ``act`` a hidden side effect. A tie-break cost ε s_t is
+therefore added, with s_t = Σ_{r∈t} 1/f_r the minutes of capacity team t uses per passenger
+(normalised to mean 1) and ε = 1e-5 minutes: among equally good allocations the one using the
+least capacity is chosen, and the optimum is unique for generic rates, whatever the basis.
+
+Speed. One HiGHS model per category is built once (constraints fixed: the risk rows tightened by
+1e-9, Σπ = 1, and d ≥ ±(π − π^slack) for the L1 term, with auxiliary d ≥ 0); per passenger only
+the cost vector changes (``changeColsCost``), plus the 2T row bounds of the L1 term when the
+window changes, and HiGHS warm-starts from the model's last basis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import highspy
+import numpy as np
+from scipy import sparse
+
+from baselines.api import Method, RunConfig
+from baselines.nonlearning import (
+    check_env_matches,
+    config_from_hparams,
+    read_checkpoint,
+    solve_or_resume,
+)
+from baselines.slack_lp import (
+    SlackLPConfig,
+    SlackLPSolution,
+    clean_allocations,
+    highs_model,
+    slack_lp_for_env,
+)
+from tsg_envs.game import Game
+from tsg_envs.polytope import PolytopeSet
+
+__all__ = [
+    "DEFAULT_MU",
+    "SlackGuidedConfig",
+    "PerPassengerLP",
+    "SlackGuidedAgent",
+    "make_agent",
+    "train",
+    "load",
+    "METHOD",
+]
+
+#: Default μ (minutes per unit of L1 distance from the slack LP's allocation).
+DEFAULT_MU: float = 1.0
+
+
+@dataclass(kw_only=True)
+class SlackGuidedConfig:
+    """Hyperparameters of the slack-guided LP.
+
+    Attributes:
+        mu: μ, minutes of expected wait per unit of L1 distance from the slack LP's allocation
+            (0: the myopic LP). [ours: the best of a sweep, see the module docstring]
+        tie_break: ε, minutes per unit of normalised capacity use s_t added to every team's
+            cost, so that tied waits give a unique optimum. [ours]
+        margin: Every risk row is tightened by this much (row units). [ours]
+        window_minutes: Windows of the guiding slack LP; ``"env"`` (default) uses the
+            environment's ``lp_window_minutes``. [ours]
+    """
+
+    mu: float = DEFAULT_MU
+    tie_break: float = 1e-5
+    margin: float = 1e-9
+    window_minutes: float | str | None = "env"
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.mu) and self.mu >= 0):
+            raise ValueError(f"mu must be a finite number >= 0, got {self.mu}")
+        if not (np.isfinite(self.tie_break) and self.tie_break >= 0):
+            raise ValueError(f"tie_break must be >= 0, got {self.tie_break}")
+
+
+def capacity_use(game: Game) -> np.ndarray:
+    """s_t = Σ_{r∈t} 1/f_r, normalised to mean 1: capacity team t uses per passenger, (T,)."""
+    s = game.team_members.astype(float) @ (1.0 / game.rates)
+    return s / s.mean()
+
+
+class PerPassengerLP:
+    """One warm-started HiGHS model per category: min π·(w + ε s) + μ ‖π − π^slack‖₁.
+
+    Args:
+        game: The instance.
+        polytopes: The environment's polytopes.
+        mu: μ (0: no L1 term, no auxiliary variables, no guide needed).
+        tie_break: ε.
+        guide: The slack LP solution (required when ``mu > 0``).
+        margin: Risk-row tightening.
+    """
+
+    def __init__(
+        self,
+        game: Game,
+        polytopes: PolytopeSet,
+        mu: float,
+        tie_break: float = 1e-5,
+        guide: SlackLPSolution | None = None,
+        margin: float = 1e-9,
+    ) -> None:
+        if mu > 0 and guide is None:
+            raise ValueError("mu > 0 needs the slack LP solution as guide")
+        self.polytopes = polytopes
+        self.mu = float(mu)
+        self.guide = guide if mu > 0 else None
+        self._t = t = game.n_teams
+        m = game.n_methods
+        self._bias = tie_break * capacity_use(game)
+        self._n_col = 2 * t if self.mu > 0 else t
+        self._cols = np.arange(self._n_col, dtype=np.int32)
+        self._cost = np.full(self._n_col, self.mu)
+        self._l1_rows = np.arange(m + 1, m + 1 + 2 * t, dtype=np.int32)
+        self._models: list[highspy.Highs] = []
+        self._window = np.zeros(polytopes.n_categories, dtype=int)
+        for c in range(polytopes.n_categories):
+            a_risk = polytopes.A_ub[c, :m]
+            b_risk = polytopes.b_ub[c, :m] - margin
+            if self.mu > 0:
+                eye = np.eye(t)
+                a = np.block(
+                    [
+                        [a_risk, np.zeros((m, t))],
+                        [np.ones((1, t)), np.zeros((1, t))],
+                        [-eye, eye],  # d - π >= -p
+                        [eye, eye],  # d + π >= p
+                    ]
+                )
+                p = self.guide.policy[0, c]
+                lo = np.concatenate([np.full(m, -np.inf), [1.0], -p, p])
+                hi = np.concatenate([b_risk, [1.0], np.full(2 * t, np.inf)])
+            else:
+                a = np.vstack([a_risk, np.ones((1, t))])
+                lo = np.concatenate([np.full(m, -np.inf), [1.0]])
+                hi = np.concatenate([b_risk, [1.0]])
+            h = highs_model(
+                self._cost.copy(), sparse.csc_array(a), lo, hi,
+                np.zeros(self._n_col), np.full(self._n_col, np.inf),
+            )
+            self._models.append(h)
+
+    def solve(self, category: int, waits: np.ndarray, time: float) -> np.ndarray:
+        """The optimal allocation for a passenger of ``category`` at ``time`` facing ``waits``.
+
+        Args:
+            category: c.
+            waits: w_t, minutes, (T,).
+            time: Arrival time, minutes from the day start (picks the guide's window).
+
+        Returns:
+            π, (T,), inside the category's polytope.
+        """
+        h = self._models[category]
+        t = self._t
+        if self.guide is not None:
+            w = int(self.guide.window_of(time))
+            if w != self._window[category]:
+                p = self.guide.policy[w, category]
+                inf = np.full(2 * t, highspy.kHighsInf)
+                h.changeRowsBounds(2 * t, self._l1_rows, np.concatenate([-p, p]), inf)
+                self._window[category] = w
+        cost = self._cost
+        cost[:t] = waits
+        cost[:t] += self._bias
+        h.changeColsCost(self._n_col, self._cols, cost)
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # pragma: no cover
+            h.clearSolver()  # retry once from scratch before giving up
+            h.run()
+            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                raise RuntimeError(
+                    f"per-passenger LP of category {category}: "
+                    f"{h.modelStatusToString(h.getModelStatus())}"
+                )
+        x = np.maximum(np.asarray(h.getSolution().col_value[:t]), 0.0)
+        x /= x.sum()
+        polys = self.polytopes
+        if (polys.A_ub[category] @ x - polys.b_ub[category]).max() > 0:
+            cat = np.array([category])
+            x = clean_allocations(x[None, :], cat, polys)[0]
+        return x
+
+
+class SlackGuidedAgent:
+    """Per passenger, the allocation minimising π·w + μ‖π − π^slack_{c,w}‖₁ in the polytope.
+
+    ``act`` reads the category and time from ``info`` and the team waits from the observation
+    (``obs[obs_layout["waits"]]``); it is deterministic and free of side effects (the solver's
+    warm-start state does not change the unique optimum).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        config: SlackGuidedConfig | None = None,
+        guide: SlackLPSolution | None = None,
+    ) -> None:
+        self.config = config = config or SlackGuidedConfig()
+        u = env.unwrapped
+        if config.mu > 0 and guide is None:
+            guide = slack_lp_for_env(
+                env, SlackLPConfig(window_minutes=config.window_minutes, margin=config.margin)
+            )
+        self.guide = guide if config.mu > 0 else None
+        self._waits = u.obs_layout["waits"]
+        self.lp = PerPassengerLP(
+            u.game, u.polytopes, config.mu, config.tie_break, self.guide, config.margin
+        )
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        """The per-passenger LP's allocation for the waiting passenger."""
+        waits = np.asarray(obs[self._waits], dtype=float)
+        return self.lp.solve(int(info["category"]), waits, float(info["time"]))
+
+
+def make_agent(env: gym.Env, config: SlackGuidedConfig | None = None) -> SlackGuidedAgent:
+    """Solve the guiding slack LP of ``env`` and return the slack-guided agent."""
+    return SlackGuidedAgent(env, config)
+
+
+def train(run: RunConfig) -> SlackGuidedAgent:
+    """Solve the guiding slack LP (or resume it from ``run.out``); saves it as ``.npz``."""
+    config = config_from_hparams(SlackGuidedConfig, run.hparams)
+
+    def solve(env: gym.Env) -> tuple[SlackGuidedAgent, dict[str, np.ndarray] | None]:
+        agent = make_agent(env, config)
+        return agent, None if agent.guide is None else agent.guide.arrays()
+
+    return solve_or_resume(run, config, load, solve)
+
+
+def load(path: Path, env: gym.Env) -> SlackGuidedAgent:
+    """The saved config and guiding slack-LP policy, after checking ``env`` is its instance."""
+    record, arrays = read_checkpoint(path, "slack-guided")
+    check_env_matches(record, env, path)
+    config = SlackGuidedConfig(**record["config"])
+    guide = SlackLPSolution.from_arrays(arrays) if arrays else None
+    return SlackGuidedAgent(env, config, guide)
+
+
+METHOD = Method(
+    name="slack-guided",
+    train=train,
+    load=load,
+    learned=False,
+    description="per-passenger LP: min expected wait + mu * L1 distance to the slack LP",
+)

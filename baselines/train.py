@@ -1,0 +1,212 @@
+r"""Train (or solve) one baseline and evaluate it: ``python -m baselines.train``.
+
+Example::
+
+    python -m baselines.train --algo slack-guided --env tsg/Screening-v0 --seed 0 \
+        --out runs/sg0 --eval-days 5
+    python -m baselines.train --algo alpha-ddpg --steps 100000 --seed 1 --out runs/ddpg1 \
+        --set lr_actor=3e-4 --env-kwarg risk_slack=0.05
+
+Method names (``--algo``): alpha-ddpg, alpha-td3, penalty-ddpg, l2-ddpg, lp, slack-lp,
+slack-guided, myopic, centre, sac, ppo (:data:`baselines.api.METHOD_MODULES`).
+
+What it does:
+
+1. ``get_method(algo).train(run)``: trains (learned methods; ``--steps`` environment steps on
+   training days seeded ``seed * 1_000_003 + k``) or solves (LP methods) on instance
+   ``--instance-seed`` of ``--env``, writing checkpoints under ``--out`` and resuming from the
+   last one there. ``--set KEY=VALUE`` overrides a field of the method's config dataclass;
+   ``--env-kwarg KEY=VALUE`` is passed to ``gym.make``. Values are Python literals
+   (``3e-4``, ``None``, ``[1, 2]``, ``'text'``); anything else is taken as a string.
+2. Evaluates the returned agent on ``--eval-days`` days seeded ``--eval-seed + k`` (default
+   10_000 + k, disjoint from training days; see :mod:`baselines.evaluate`), next to the static
+   LP and the slack-guided LP on the same arrival samples.
+3. Prints the mean wait, the delay ratios against the LP and slack-guided (reference wait /
+   agent wait, higher is better) and the two lines ``proposed_violations: N`` and
+   ``executed_violations: N``; writes everything to ``OUT/eval.json`` (and the run's arguments
+   to ``OUT/run.json``).
+
+Non-learning methods and the evaluation are deterministic; learned methods are deterministic
+under ``--seed`` on the same machine and library versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from baselines.api import RunConfig, get_method, method_names
+from baselines.evaluate import (
+    EVAL_SEED_BASE,
+    evaluate,
+    evaluation_day_seeds,
+    seed_ranges_overlap,
+)
+from baselines.nonlearning import jsonable
+
+__all__ = ["build_parser", "parse_assignments", "run_config_from_args", "main"]
+
+#: Default number of evaluation days.
+DEFAULT_EVAL_DAYS = 5
+
+
+def parse_value(text: str) -> Any:
+    """A Python literal if ``text`` is one (``3e-4``, ``None``, ``[1, 2]``), else the string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_assignments(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` strings into a dict (values through :func:`parse_value`).
+
+    Raises:
+        ValueError: for an item without ``=`` or with an empty key.
+    """
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ValueError(f"{flag} expects KEY=VALUE, got {item!r}")
+        out[key] = parse_value(value.strip())
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The CLI's argument parser."""
+    p = argparse.ArgumentParser(
+        prog="python -m baselines.train",
+        description="Train (or solve) a tsg-envs baseline, checkpoint it and evaluate it "
+        "against the static LP and the slack-guided LP on the same arrival samples.",
+    )
+    p.add_argument("--algo", required=True, choices=method_names(), help="method name")
+    p.add_argument("--env", default="tsg/Screening-v0", help="Gymnasium id (default %(default)s)")
+    p.add_argument("--steps", type=int, default=100_000,
+                   help="training environment steps; ignored by non-learning methods "
+                   "(default %(default)s)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seeds networks, exploration and training days (default %(default)s)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default runs/<algo>-seed<seed>)")
+    p.add_argument("--instance-seed", type=int, default=0,
+                   help="game instance of --env (default %(default)s)")
+    p.add_argument("--eval-days", type=int, default=DEFAULT_EVAL_DAYS,
+                   help="evaluation days (default %(default)s)")
+    p.add_argument("--eval-seed", type=int, default=EVAL_SEED_BASE,
+                   help="first evaluation day seed; days use eval_seed + k (default %(default)s)")
+    p.add_argument("--set", dest="hparams", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a hyperparameter of the method's config (repeatable)")
+    p.add_argument("--env-kwarg", dest="env_kwargs", action="append", default=[],
+                   metavar="KEY=VALUE", help="extra gym.make kwarg (repeatable)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return p
+
+
+def run_config_from_args(args: argparse.Namespace) -> RunConfig:
+    """The :class:`RunConfig` described by parsed arguments."""
+    out = args.out if args.out is not None else Path("runs") / f"{args.algo}-seed{args.seed}"
+    return RunConfig(
+        algo=args.algo,
+        env_id=args.env,
+        steps=args.steps,
+        seed=args.seed,
+        out=Path(out),
+        instance_seed=args.instance_seed,
+        env_kwargs=parse_assignments(args.env_kwargs, "--env-kwarg"),
+        hparams=parse_assignments(args.hparams, "--set"),
+        progress=not args.no_progress,
+    )
+
+
+def _git_commit() -> str | None:
+    try:
+        res = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).resolve().parent, timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() or None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.eval_days < 1:
+        parser.error("--eval-days must be >= 1")
+    if args.steps < 0:
+        parser.error("--steps must be >= 0")
+    try:
+        run = run_config_from_args(args)
+    except ValueError as err:
+        parser.error(str(err))
+    method = get_method(run.algo)
+    eval_seeds = evaluation_day_seeds(args.eval_days, args.eval_seed)
+    if method.learned:
+        n_passengers = run.make_env().unwrapped.game.n_passengers
+        n_train_days = -(-run.steps // max(n_passengers, 1)) + 1
+        if seed_ranges_overlap(run.seed, n_train_days, eval_seeds):
+            warnings.warn(
+                f"training days of seed {run.seed} may reuse evaluation seeds {eval_seeds[0]}.."
+                f"{eval_seeds[-1]}; pick another --seed or --eval-seed", stacklevel=1,
+            )
+    run.out.mkdir(parents=True, exist_ok=True)
+    (run.out / "run.json").write_text(
+        json.dumps(jsonable({**vars(args), "out": run.out, "env_kwargs": run.env_kwargs,
+                             "hparams": run.hparams}), indent=2) + "\n"
+    )
+
+    t0 = time.perf_counter()
+    agent = method.train(run)
+    t_train = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = evaluate(
+        lambda env: agent, run.env_id, [run.instance_seed], eval_seeds,
+        env_kwargs=run.env_kwargs, progress=run.progress,
+    )
+    t_eval = time.perf_counter() - t0
+    summary = result.summary()
+    record = {
+        "algo": run.algo,
+        "env_id": run.env_id,
+        "instance_seed": run.instance_seed,
+        "seed": run.seed,
+        "steps": run.steps if method.learned else 0,
+        "learned": method.learned,
+        "hparams": jsonable(run.hparams),
+        "eval_seeds": eval_seeds,
+        "git_commit": _git_commit(),
+        **result.to_dict(),
+    }
+    (run.out / "eval.json").write_text(json.dumps(record, indent=2) + "\n")
+
+    print(f"{run.algo} on {run.env_id} (instance {run.instance_seed}), "
+          f"{len(eval_seeds)} evaluation days (seeds {eval_seeds[0]}..{eval_seeds[-1]}); "
+          f"train/solve {t_train:.1f} s, evaluation {t_eval:.1f} s")
+    print(f"mean_wait: {summary['mean_wait']:.4f} min (p95 {summary['p95_wait']:.2f}, "
+          f"max {summary['max_wait']:.2f})")
+    print(f"delay_ratio_lp: {summary['ratio_lp']:.4f} (LP mean wait "
+          f"{summary['lp_mean_wait']:.4f} min on the same arrival samples)")
+    print(f"delay_ratio_slack_guided: {summary['ratio_slack_guided']:.4f} (slack-guided mean "
+          f"wait {summary['slack_guided_mean_wait']:.4f} min)")
+    print(f"max_violation: {summary['max_violation']:.3g}")
+    print(f"proposed_violations: {summary['proposed_violations']}")
+    print(f"executed_violations: {summary['executed_violations']}")
+    print(f"wrote {run.out / 'eval.json'}")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
