@@ -115,9 +115,13 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def _cmd_paper(args: argparse.Namespace) -> int:
     from leaderboard.paper import PaperConfig, run_paper
 
-    cfg = PaperConfig.quick() if args.quick else PaperConfig()
+    cfg = PaperConfig.quick_config() if args.quick else PaperConfig()
     if args.adaptive_checkpoint:
         cfg = cfg.replace(adaptive_checkpoint=args.adaptive_checkpoint)
+    if args.instances is not None:
+        cfg = cfg.replace(instances=tuple(range(args.instances)))
+    if args.days is not None:
+        cfg = cfg.replace(days=args.days)
     outputs = run_paper(cfg, Path(args.out), progress=not args.no_progress)
     for path in outputs:
         print(path)
@@ -195,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         help="alpha-DDPG checkpoint template ({env}, {instance}) for the adaptive "
         "curve; without it the non-learning online baselines stand in",
     )
+    pp.add_argument("--instances", type=int, default=None, help="override: instances 0..N-1")
+    pp.add_argument("--days", type=int, default=None, help="override: days per instance")
     pp.add_argument("--no-progress", action="store_true", help="no progress bar")
     pp.set_defaults(func=_cmd_paper)
 

@@ -47,8 +47,7 @@ from tsg_envs.rollout import Agent, LPAgent, rollout
 __all__ = [
     "REFERENCE_LP",
     "make_unit_env",
-    "make_reference_agent",
-    "run_episode",
+    "run_episodes",
     "evaluate_unit",
     "evaluate_submission",
 ]
@@ -64,40 +63,83 @@ def make_unit_env(env_id: str, instance_seed: int, env_kwargs: dict[str, Any]) -
     return gym.make(env_id, instance_seed=int(instance_seed), **env_kwargs)
 
 
-def make_reference_agent(
-    name: str, env: gym.Env, env_id: str, instance_seed: int, env_kwargs: dict[str, Any]
-) -> Agent:
-    """A non-learning baseline (``"lp"`` or ``"slack-guided"``) for ``env``.
-
-    The LP comes from ``tsg_envs`` and always exists; slack-guided is ``baselines``'
-    ``"slack-guided"`` method, built by ``Method.train`` (it solves, it does not learn).
-
-    Raises:
-        SubmissionError: when the method cannot be loaded or built (the reason).
-    """
-    if name == "lp":
-        return LPAgent(env)
-    spec = SubmissionSpec(source=name)
-    loaded = load_submission(spec)
-    try:
-        return loaded.make_agent(
-            env, env_id=env_id, instance_seed=instance_seed, env_kwargs=env_kwargs, train_steps=0
-        )
-    except Exception as err:
-        raise SubmissionError(describe_exception(f"{name} could not be built", err)) from err
-
-
-def run_episode(env: gym.Env, agent: Agent, seed: int) -> dict[str, Any]:
-    """One day: the episode's scalar metrics (thin and replaceable: one ``rollout`` call)."""
-    stats = rollout(env, agent, seed=seed)
+def _episode_record(
+    seed: int, stats: dict[str, Any], lp_wait: float, sg_wait: float | None
+) -> dict[str, Any]:
     return {
-        "mean_wait": stats.mean_wait,
-        "p95_wait": stats.p95_wait,
-        "max_wait": stats.max_wait,
-        "proposed_violations": int(stats.proposed_violations),
-        "executed_violations": int(stats.executed_violations),
-        "max_violation": float(stats.max_violation),
+        "arrival_seed": int(seed),
+        "mean_wait": float(stats["mean_wait"]),
+        "p95_wait": float(stats["p95_wait"]),
+        "max_wait": float(stats["max_wait"]),
+        "proposed_violations": int(stats["proposed_violations"]),
+        "executed_violations": int(stats["executed_violations"]),
+        "max_violation": float(stats["max_violation"]),
+        "lp_mean_wait": float(lp_wait),
+        "ratio_vs_lp": _ratio(lp_wait, stats["mean_wait"]),
+        "slack_guided_mean_wait": None if sg_wait is None else float(sg_wait),
+        "ratio_vs_slack_guided": _ratio(sg_wait, stats["mean_wait"]),
     }
+
+
+def _slack_guided_status(env: gym.Env) -> str:
+    """``"ok"`` when the slack-guided reference can be built for ``env``, else the reason."""
+    try:
+        from baselines.evaluate import REFERENCES
+
+        REFERENCES["slack-guided"](env)
+    except Exception as err:  # noqa: BLE001 - a missing optional reference is reported
+        return describe_exception("slack-guided unavailable", err)
+    return "ok"
+
+
+def run_episodes(
+    agent: Agent,
+    env: gym.Env,
+    env_id: str,
+    instance_seed: int,
+    seeds: list[int],
+    env_kwargs: dict[str, Any],
+    tick: Tick,
+) -> tuple[list[dict[str, Any]], str]:
+    """Roll ``agent`` out on each day of ``seeds`` beside the LP and slack-guided references.
+
+    A thin call to ``baselines.evaluate.evaluate`` (the agent is played on its environment of
+    the same instance; reference episodes are cached in-process); when ``baselines`` cannot be
+    imported, a local loop over :func:`tsg_envs.rollout.rollout` with the LP reference alone.
+
+    Returns:
+        (episode records, ``"ok"`` or the reason slack-guided is missing).
+    """
+    try:
+        from baselines.evaluate import evaluate
+    except Exception as err:  # noqa: BLE001 - fall back to the LP reference alone
+        reason = describe_exception("baselines.evaluate unavailable", err)
+        lp = LPAgent(env)
+        ref_env = make_unit_env(env_id, instance_seed, env_kwargs)
+        out = []
+        for seed in seeds:
+            stats = rollout(env, agent, seed=seed).summary()
+            lp_wait = rollout(ref_env, lp, seed=seed).mean_wait
+            out.append(_episode_record(seed, stats, lp_wait, None))
+            tick(1)
+        return out, reason
+    sg_status = _slack_guided_status(env)
+    refs = ("lp", "slack-guided") if sg_status == "ok" else ("lp",)
+    res = evaluate(lambda e: agent, env_id, [instance_seed], seeds, env_kwargs, refs)
+    out = []
+    for seed, rec in zip(seeds, res.records, strict=True):
+        stats = {
+            "mean_wait": rec.mean_wait,
+            "p95_wait": rec.p95_wait,
+            "max_wait": rec.max_wait,
+            "proposed_violations": rec.proposed_violations,
+            "executed_violations": rec.executed_violations,
+            "max_violation": rec.max_violation,
+        }
+        sg = rec.reference_mean_wait.get("slack-guided")
+        out.append(_episode_record(seed, stats, rec.reference_mean_wait["lp"], sg))
+    tick(len(seeds))
+    return out, sg_status
 
 
 def _ratio(reference: float | None, agent: float) -> float | None:
@@ -172,20 +214,9 @@ def evaluate_unit(
         return {"unit": unit, "timing": timing, "slack_guided": "not run"}
 
     env = make_unit_env(env_id, instance_seed, kwargs)
-    ref_env = make_unit_env(env_id, instance_seed, kwargs)
     unit["n_passengers"] = int(env.unwrapped.game.n_passengers)
     unit["risk_slack"] = float(env.unwrapped.risk_slack)
     n_teams = int(env.action_space.shape[0])
-
-    # References (independent of the submission) ---------------------------------------------
-    lp = LPAgent(ref_env)
-    try:
-        sg: Agent | None = make_reference_agent(
-            "slack-guided", ref_env, env_id, instance_seed, kwargs
-        )
-        sg_status = "ok"
-    except SubmissionError as err:
-        sg, sg_status = None, str(err)
 
     # The submission -------------------------------------------------------------------------
     t0 = time.perf_counter()
@@ -205,33 +236,19 @@ def evaluate_unit(
         return fail(describe_exception("make_agent raised", err), 0)
     timing["make_agent_s"] = time.perf_counter() - t0
 
+    # Episodes, beside the references on the same days ---------------------------------------
     t0 = time.perf_counter()
-    ref_time = 0.0
-    for k, seed in enumerate(seeds):
-        agent.where = f" ({where}, arrival seed {seed})"
-        try:
-            ep = run_episode(env, agent, seed)
-        except SubmissionError as err:
-            return fail(str(err), k)
-        except (Exception, SystemExit) as err:
-            return fail(describe_exception("episode failed", err) + agent.where, k)
-        tr = time.perf_counter()
-        lp_wait = run_episode(ref_env, lp, seed)["mean_wait"]
-        sg_wait = None if sg is None else run_episode(ref_env, sg, seed)["mean_wait"]
-        ref_time += time.perf_counter() - tr
-        unit["episodes"].append(
-            {
-                "arrival_seed": int(seed),
-                **ep,
-                "lp_mean_wait": float(lp_wait),
-                "ratio_vs_lp": _ratio(lp_wait, ep["mean_wait"]),
-                "slack_guided_mean_wait": None if sg_wait is None else float(sg_wait),
-                "ratio_vs_slack_guided": _ratio(sg_wait, ep["mean_wait"]),
-            }
+    agent.episode_names = [f" ({where}, arrival seed {seed})" for seed in seeds]
+    try:
+        episodes, sg_status = run_episodes(agent, env, env_id, instance_seed, seeds, kwargs, tick)
+    except SubmissionError as err:
+        return fail(str(err), agent.episodes_started - 1)
+    except (Exception, SystemExit) as err:
+        return fail(
+            describe_exception("episode failed", err) + agent.where, agent.episodes_started - 1
         )
-        tick(1)
-    timing["episodes_s"] = time.perf_counter() - t0 - ref_time
-    timing["references_s"] = ref_time
+    unit["episodes"] = episodes
+    timing["episodes_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     agent.where = f" ({where}, worst-case risk probe, arrival seed {seeds[0]})"
@@ -242,7 +259,10 @@ def evaluate_unit(
     except (Exception, SystemExit) as err:
         return fail(describe_exception("risk probe failed", err) + agent.where, len(seeds))
     unit["risk"] = _risk_block(report, env, seeds[0], suite.risk_max_states)
-    lp_report = worst_case_risk(ref_env, lp, seed=seeds[0], max_states=suite.risk_max_states)
+    ref_env = make_unit_env(env_id, instance_seed, kwargs)
+    lp_report = worst_case_risk(
+        ref_env, LPAgent(ref_env), seed=seeds[0], max_states=suite.risk_max_states
+    )
     unit["lp_risk"] = float(lp_report.risk)
     timing["risk_s"] = time.perf_counter() - t0
     tick(1)

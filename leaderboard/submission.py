@@ -255,11 +255,16 @@ class GuardedAgent:
         self.agent = agent
         self.n_teams = int(n_teams)
         self.where = ""
+        self.episode_names: list[str] = []
+        self.episodes_started = 0
         if callable(getattr(agent, "act_batch", None)):
             self.act_batch = self._act_batch
 
     def reset(self) -> None:
-        """Forward ``reset()`` when the agent has it."""
+        """Start an episode (named by ``episode_names``); forward the agent's ``reset()``."""
+        if self.episodes_started < len(self.episode_names):
+            self.where = self.episode_names[self.episodes_started]
+        self.episodes_started += 1
         fn = getattr(self.agent, "reset", None)
         if callable(fn):
             try:
