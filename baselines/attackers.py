@@ -16,17 +16,19 @@ defender ``Agent``.
   (the tests check this); the probe scores the *proposed* allocation, so in ``"project"`` mode
   against a defender that proposes infeasible allocations the realised gain can be lower.
 * :class:`DQNAttacker`: a masked DQN (Tianshou 2.0.1 ``DQN`` algorithm and replay buffer, driven
-  by a small loop written here) trained on :class:`tsg_envs.attacker_env.AttackerEnv` against a
-  fixed defender; it sees only the onlooker observation (its level, queues, clock, schedule),
-  never the defender's allocations, and learns from its gains. :func:`train_dqn_attacker`
-  trains one; :func:`attacker_gain` scores any attacker against the best response on the same
-  days.
+  by a small loop written here) trained against a fixed defender; it sees only the onlooker
+  observation (its level, queues, clock, schedule), never the defender's allocations, and
+  learns from its gains. :func:`train_dqn_attacker` trains one; :func:`attacker_gain` scores
+  any attacker against the best response on the same days, in the real duel.
 
-Training uses *exploring starts*: each training day the attacker is made to wait until a
-passenger index drawn uniformly from the day (the forced waits are stored as ordinary "wait"
-transitions), then acts ε-greedily; without it, random exploration strikes almost at once and
-late moments are never tried. Rewards are undiscounted (γ = 1 by default): the attacker's
-objective is its gain, whenever it comes.
+Training samples with :func:`counterfactual_day`: one simulated day carries many attackers at
+once (a strike's outcome is what the duel would give it, and no attacker disturbs what the
+others see), each starting at a moment drawn uniformly over the day (*exploring starts*: with
+ε-greedy exploration alone, random actions strike almost at once and late moments are never
+tried). This gives dozens of outcomes per simulated day instead of one, which is what makes a
+few minutes of CPU enough. Rewards are undiscounted (γ = 1 by default): the attacker's objective
+is its gain, whenever it comes. :class:`tsg_envs.attacker_env.AttackerEnv` is the same
+attacker's single-agent face for stock learners (one attacker per simulated day).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import gymnasium as gym
 import numpy as np
 import torch
 from tianshou.algorithm.modelfree.dqn import DQN, DiscreteQLearningPolicy
@@ -61,8 +64,10 @@ __all__ = [
     "DQNAttackerConfig",
     "DQNAttacker",
     "train_dqn_attacker",
+    "counterfactual_day",
     "AttackerScore",
     "attacker_gain",
+    "TianshouMaskObs",
 ]
 
 #: Entropy word of the random attacker's per-day stream.
@@ -212,15 +217,22 @@ class BestResponseAttacker:
         self.defender = defender
         self._env = ScreeningEnv(**env_kwargs)
         self.report: RiskReport | None = None
-        self._seed: int | None = None
+        self._plans: dict[int, RiskReport] = {}
         self._i = 0
 
     def plan(self, seed: int | None) -> RiskReport:
-        """The best response on day ``seed`` over the duel-reachable states (cached per seed)."""
-        if self.report is None or seed is None or seed != self._seed:
-            self.report = worst_case_risk(self._env, self.defender, seed=seed, min_step=1)
-            self._seed = seed
-        return self.report
+        """The best response on day ``seed`` over the duel-reachable states (cached per seed).
+
+        It becomes the :attr:`report` that :meth:`act` plays.
+        """
+        if seed is None or seed not in self._plans:
+            report = worst_case_risk(self._env, self.defender, seed=seed, min_step=1)
+            if seed is not None:
+                self._plans[seed] = report
+        else:
+            report = self._plans[seed]
+        self.report = report
+        return report
 
     def reset(self, seed: int | None = None) -> None:
         """Plan the day ``seed`` (the duel's reset seed)."""
@@ -254,8 +266,10 @@ class DQNAttackerConfig:
     """Hyper-parameters of the DQN attacker.
 
     Attributes:
-        steps: Attacker decisions (environment steps) of training.
+        steps: Attacker decisions (stored transitions) of training.
         seed: Seeds the network, the exploration and the training days.
+        attackers_per_day: Attackers B sharing each training day (see
+            :func:`train_dqn_attacker`).
         hidden_sizes: Q-network MLP widths.
         lr: Adam learning rate.
         gamma: Discount per arrival (1: the gain counts whenever it comes).
@@ -263,31 +277,30 @@ class DQNAttackerConfig:
         target_update_freq: Gradient steps between target-network copies.
         batch_size: Minibatch size.
         buffer_size: Replay capacity (transitions).
-        warmup_steps: Steps before the first gradient step.
-        updates_per_step: Gradient steps per environment step after warm-up.
+        warmup_steps: Transitions stored before the first gradient step.
+        updates_per_step: Gradient steps per stored transition after warm-up.
         eps_start: ε of ε-greedy at the start (random actions are uniform over the mask).
         eps_end: ε after ``eps_decay_steps``.
-        eps_decay_steps: Linear decay length of ε.
-        exploring_starts: Force waits until a uniformly drawn passenger index each day.
+        eps_decay_steps: Linear decay length of ε, in stored transitions.
         wait_scale: Minutes by which the queue features are divided.
         threads: ``torch.set_num_threads`` during training.
     """
 
-    steps: int = 60_000
+    steps: int = 100_000
     seed: int = 0
+    attackers_per_day: int = 64
     hidden_sizes: tuple[int, ...] = (128, 128)
     lr: float = 1e-3
     gamma: float = 1.0
     n_step: int = 1
     target_update_freq: int = 500
-    batch_size: int = 128
-    buffer_size: int = 100_000
-    warmup_steps: int = 2_000
-    updates_per_step: float = 0.25
+    batch_size: int = 256
+    buffer_size: int = 200_000
+    warmup_steps: int = 5_000
+    updates_per_step: float = 0.1
     eps_start: float = 1.0
     eps_end: float = 0.05
-    eps_decay_steps: int = 30_000
-    exploring_starts: bool = True
+    eps_decay_steps: int = 50_000
     wait_scale: float = 10.0
     threads: int = 1
 
@@ -348,7 +361,7 @@ class DQNAttacker:
         return q[0].numpy()
 
     def act(self, obs: dict[str, np.ndarray], info: dict[str, Any] | None = None) -> int:
-        """Argmax of Q over the actions the mask allows."""
+        """The action of largest Q among those the mask allows."""
         q = self.q_values(obs)
         q[np.asarray(obs["action_mask"]) == 0] = -np.inf
         return int(np.argmax(q))
@@ -372,10 +385,7 @@ class DQNAttacker:
         """Rebuild the identical attacker from :meth:`save`'s file for ``env``'s game."""
         state = torch.load(Path(path), map_location="cpu", weights_only=False)
         cfg = DQNAttackerConfig(
-            **{
-                k: tuple(v) if isinstance(v, list) else v
-                for k, v in state["config"].items()
-            }
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in state["config"].items()}
         )
         net = _make_net(env, cfg)
         net.load_state_dict(state["state_dict"])
@@ -392,34 +402,153 @@ def _make_net(env: AttackerEnv | DuelParallelEnv, cfg: DQNAttackerConfig) -> _QN
     return _QNet(layout, obs_dim, n_actions, cfg.hidden_sizes, cfg.wait_scale)
 
 
-def _ts_obs(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The attacker observation in Tianshou's masking convention (``obs``, ``mask``)."""
-    return {"obs": obs["observation"], "mask": obs["action_mask"].astype(bool)}
+def _resolve_defender(defender: DefenderSpec, screening: ScreeningEnv) -> Agent:
+    if isinstance(defender, type) or not hasattr(defender, "act"):
+        defender = defender(screening)
+    return defender
+
+
+def _defender_actions(
+    defender: Agent, obs: np.ndarray, info: dict[str, Any], categories: np.ndarray, k: int,
+    cat_slice: slice,
+) -> np.ndarray:
+    """The defender's proposed allocations for passengers of ``categories`` in one state."""
+    block = np.repeat(np.asarray(obs, dtype=np.float32)[None], len(categories), axis=0)
+    block[:, cat_slice] = 0.0
+    block[np.arange(len(categories)), cat_slice.start + categories] = 1.0
+    infos = [dict(info, category=int(c), theta=int(c) // k, flight=int(c) % k) for c in categories]
+    act_batch = getattr(defender, "act_batch", None)
+    if act_batch is not None:
+        return np.asarray(act_batch(block, infos), dtype=float)
+    return np.stack([np.asarray(defender.act(block[j], infos[j]), dtype=float)
+                     for j in range(len(infos))])
+
+
+def counterfactual_day(
+    duel: DuelParallelEnv,
+    defender: Agent,
+    choose: Any,
+    thetas: np.ndarray,
+    starts: np.ndarray,
+    seed: int,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    """One day of the duel seen by B attackers at once (the training sampler).
+
+    The day is played once with the attacker waiting (the defender's trajectory is then the
+    single-agent one); attacker b (level ``thetas[b]``) makes its first decision at passenger
+    ``starts[b]`` and, until it strikes, one decision per arrival: ``choose(x_AO, ids_A) ->
+    actions_A`` on the observations of the attackers still deciding (``ids_A`` their indices).
+    A strike decided at state s_i is screened, exactly as in the duel, at s_{i+1} with the
+    attacker's category swapped in: its gain is (1 - z_m) L_{κ,m} for the defender's *proposed*
+    allocation there (clipped, renormalised; expected queue mode) or L_{κ,m} with probability
+    1 - E_{t*,m}, t* drawn from it (sampled mode). Attackers do not disturb one another or the
+    day: each one's episode ends at its own screening, before its insertion could change
+    anything it sees. The proposed allocation is the executed one for feasible defenders and in
+    ``"penalize"`` mode; in ``"project"`` mode an infeasible proposal would be projected by the
+    duel.
+
+    Returns:
+        Transitions as arrays: ``obs`` (n, O), ``act`` (n,), ``rew`` (n,), ``obs_next`` (n, O),
+        ``terminated`` (n,); and ``gain`` (B,), ``strike_step`` (B,) (-1: never struck).
+    """
+    g = duel.game
+    k, m_count = g.n_flights, g.n_methods
+    lay = duel.attacker_obs_layout
+    th_sl, st_sl = lay["theta"], lay["struck"]
+    cat_slice = duel.defender_obs_layout["category"]
+    b_count = len(thetas)
+    obs, infos = duel.reset(seed=seed)
+    if hasattr(defender, "reset"):
+        defender.reset()
+    n = g.n_passengers
+    done_b = np.zeros(b_count, dtype=bool)
+    gain_b = np.zeros(b_count)
+    strike_b = np.full(b_count, -1)
+    out: dict[str, list] = {k_: [] for k_ in ("obs", "act", "rew", "obs_next", "terminated")}
+
+    def personal(x: np.ndarray, idx: np.ndarray, struck: np.ndarray | None = None) -> np.ndarray:
+        xs = np.repeat(x[None], len(idx), axis=0)
+        xs[:, th_sl] = 0.0
+        xs[np.arange(len(idx)), th_sl.start + thetas[idx]] = 1.0
+        xs[:, st_sl] = 0.0 if struck is None else struck[:, None]
+        return xs
+
+    for i in range(n):
+        x_i = obs[ATTACKER]["observation"]
+        active = np.flatnonzero(~done_b & (starts <= i))
+        acts = None
+        if active.size:
+            x_a = personal(x_i, active)
+            acts = np.asarray(choose(x_a, active), dtype=int)
+        d = defender.act(obs[DEFENDER], infos[DEFENDER])
+        obs, _, _, _, infos = duel.step({ATTACKER: WAIT, DEFENDER: d})
+        if not active.size:
+            continue
+        strike = acts != WAIT
+        rew = np.zeros(active.size)
+        if strike.any():
+            hit = active[strike]
+            flights, methods = np.divmod(acts[strike] - 1, m_count)
+            cats = thetas[hit] * k + flights
+            pi = _defender_actions(defender, obs[DEFENDER], infos[DEFENDER], cats, k, cat_slice)
+            pi = np.maximum(pi, 0.0)
+            pi /= pi.sum(axis=1, keepdims=True)
+            eff = g.team_efficacy[:, methods].T  # (S, T)
+            loss = g.attack_loss[flights, methods]
+            if duel.queue_mode == "expected":
+                gains = (1.0 - (pi * eff).sum(axis=1)) * loss
+            else:
+                teams = np.array([rng.choice(pi.shape[1], p=row) for row in pi])
+                detected = rng.random(len(hit)) < eff[np.arange(len(hit)), teams]
+                gains = np.where(detected, 0.0, loss)
+            rew[strike] = gains
+            gain_b[hit] = gains
+            strike_b[hit] = i + 1
+            done_b[hit] = True
+        last = i == n - 1
+        out["obs"].append(x_a)
+        out["act"].append(acts)
+        out["rew"].append(rew)
+        out["obs_next"].append(personal(obs[ATTACKER]["observation"], active, strike.astype(float)))
+        out["terminated"].append(strike | last)
+    arrays = {k_: np.concatenate(v) if v else np.zeros(0) for k_, v in out.items()}
+    arrays["gain"] = gain_b
+    arrays["strike_step"] = strike_b
+    return arrays
 
 
 def train_dqn_attacker(
     defender: DefenderSpec,
-    config: DQNAttackerConfig | None = None,
+    dqn_config: DQNAttackerConfig | None = None,
     progress: bool = False,
     **env_kwargs: Any,
 ) -> DQNAttacker:
     """Train a masked DQN attacker against a fixed defender (expected queue mode by default).
 
+    Tianshou's ``DQN`` (double Q-learning, target network) and ``ReplayBuffer`` learn from
+    transitions sampled by :func:`counterfactual_day`: each training day (a fresh reset seed)
+    carries ``attackers_per_day`` attackers with levels drawn from P_θ and first decisions drawn
+    uniformly over the day (exploring starts), acting ε-greedily. Transitions store the plain
+    observation; the mask only matters at acting time (a training episode ends at the strike,
+    so every stored next state allows every action).
+
     Args:
         defender: An ``Agent`` or a factory ``f(screening_env) -> Agent`` (e.g. ``LPAgent``).
-        config: Hyper-parameters (default :class:`DQNAttackerConfig`).
+        dqn_config: Hyper-parameters (default :class:`DQNAttackerConfig`).
         progress: Show a progress bar.
-        **env_kwargs: ``AttackerEnv``/``ScreeningEnv`` kwargs (``instance_seed``, ...).
+        **env_kwargs: The duel's ``ScreeningEnv`` kwargs (``instance_seed``, ``config``, ...).
 
     Returns:
         The greedy :class:`DQNAttacker`.
     """
-    cfg = DQNAttackerConfig() if config is None else config
+    cfg = DQNAttackerConfig() if dqn_config is None else dqn_config
     env_kwargs.setdefault("queue_mode", "expected")
-    env = AttackerEnv(defender, **env_kwargs)
+    duel = DuelParallelEnv(**env_kwargs)
+    defender = _resolve_defender(defender, duel.screening)
     torch.set_num_threads(cfg.threads)
     gen = torch.Generator().manual_seed(cfg.seed)
-    net = _make_net(env, cfg)
+    net = _make_net(duel, cfg)
     with torch.no_grad():  # seeded initialisation without touching torch's global generator
         for p in net.parameters():
             if p.dim() > 1:
@@ -427,7 +556,7 @@ def train_dqn_attacker(
                 p.copy_(torch.empty_like(p).uniform_(-bound, bound, generator=gen))
             else:
                 p.zero_()
-    policy = DiscreteQLearningPolicy(model=net, action_space=env.action_space)
+    policy = DiscreteQLearningPolicy(model=net, action_space=duel.action_space(ATTACKER))
     algorithm = DQN(
         policy=policy,
         optim=AdamOptimizerFactory(lr=cfg.lr),
@@ -437,68 +566,71 @@ def train_dqn_attacker(
     )
     buffer = ReplayBuffer(cfg.buffer_size, random_seed=cfg.seed)
     rng = np.random.default_rng([cfg.seed, _TRAIN_STREAM])
-    n_day = env.game.n_passengers
+    g = duel.game
+    n_actions = duel.n_attack_actions
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=cfg.steps, desc="dqn-attacker", unit="step")
-    step, credit, episodes, t0 = 0, 0.0, 0, time.perf_counter()
-    gains: list[float] = []
+    step, credit, days, t0 = 0, 0.0, 0, time.perf_counter()
+    day_gains: list[float] = []
+
+    def eps_now() -> float:
+        frac = max(0.0, 1.0 - step / max(cfg.eps_decay_steps, 1))
+        return cfg.eps_end + (cfg.eps_start - cfg.eps_end) * frac
+
+    def choose(x_ao: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            q, _ = net(x_ao)
+        acts = q.argmax(dim=1).numpy()
+        explore = rng.random(len(acts)) < eps_now()
+        acts[explore] = rng.integers(n_actions, size=int(explore.sum()))
+        return acts
+
     while step < cfg.steps:
-        day = int(rng.integers(2**31 - 1))
-        obs, info = env.reset(seed=day)
-        episodes += 1
-        forced = int(rng.integers(n_day)) if cfg.exploring_starts else 0
-        done, ep_gain = False, 0.0
-        while not done and step < cfg.steps:
-            eps = cfg.eps_end + (cfg.eps_start - cfg.eps_end) * max(
-                0.0, 1.0 - step / max(cfg.eps_decay_steps, 1)
-            )
-            if info["step"] < forced:
-                act = WAIT
-            elif rng.random() < eps:
-                act = int(rng.choice(np.flatnonzero(obs["action_mask"])))
-            else:
-                policy.eval()
-                with torch.no_grad():
-                    q, _ = net(obs["observation"][None])
-                q = q[0].numpy()
-                q[obs["action_mask"] == 0] = -np.inf
-                act = int(np.argmax(q))
-            obs_next, rew, terminated, truncated, info = env.step(act)
-            done = terminated or truncated
-            ep_gain += rew
+        b = cfg.attackers_per_day
+        thetas = rng.choice(g.n_risk_levels, size=b, p=g.attacker_prior)
+        starts = rng.integers(g.n_passengers, size=b)
+        policy.eval()
+        data = counterfactual_day(
+            duel, defender, choose, thetas, starts, int(rng.integers(2**31 - 1)), rng
+        )
+        days += 1
+        day_gains.append(float(data["gain"].mean()))
+        added = 0
+        for j in range(len(data["act"])):
+            if step + added >= cfg.steps:
+                break
             buffer.add(
                 Batch(
-                    obs=_ts_obs(obs),
-                    act=act,
-                    rew=rew,
-                    terminated=terminated,
-                    truncated=truncated,
-                    obs_next=_ts_obs(obs_next),
+                    obs=data["obs"][j],
+                    act=int(data["act"][j]),
+                    rew=float(data["rew"][j]),
+                    terminated=bool(data["terminated"][j]),
+                    truncated=False,
+                    obs_next=data["obs_next"][j],
                     info={},
                 )
             )
-            obs = obs_next
-            step += 1
-            if step > cfg.warmup_steps and len(buffer) >= cfg.batch_size:
-                credit += cfg.updates_per_step
-                with policy_within_training_step(policy), torch_train_mode(algorithm):
-                    while credit >= 1.0:
-                        algorithm.update(buffer, cfg.batch_size)
-                        credit -= 1.0
-            if bar is not None:
-                bar.update(1)
-        gains.append(ep_gain)
+            added += 1
+        step += added
+        if bar is not None:
+            bar.update(added)
+        if step > cfg.warmup_steps and len(buffer) >= cfg.batch_size:
+            credit += cfg.updates_per_step * added
+            with policy_within_training_step(policy), torch_train_mode(algorithm):
+                while credit >= 1.0:
+                    algorithm.update(buffer, cfg.batch_size)
+                    credit -= 1.0
     if bar is not None:
         bar.close()
     meta = {
-        "defender": getattr(env.defender, "name", type(env.defender).__name__),
+        "defender": getattr(defender, "name", type(defender).__name__),
         "env_kwargs": {k: v for k, v in env_kwargs.items() if isinstance(v, (int, float, str))},
-        "episodes": episodes,
+        "days": days,
         "train_wall_s": round(time.perf_counter() - t0, 2),
-        "last_100_train_gain": float(np.mean(gains[-100:])) if gains else 0.0,
+        "last_10_days_mean_gain": float(np.mean(day_gains[-10:])) if day_gains else 0.0,
     }
     return DQNAttacker(net, cfg, meta)
 
@@ -530,6 +662,7 @@ def attacker_gain(
     attacker: AttackerPolicy,
     defender: Agent,
     seeds: Sequence[int],
+    best: BestResponseAttacker | None = None,
     **env_kwargs: Any,
 ) -> AttackerScore:
     """Score ``attacker`` against ``defender`` as a fraction of the exact best response.
@@ -542,11 +675,14 @@ def attacker_gain(
         attacker: The attacker to score.
         defender: A deterministic defender ``Agent``.
         seeds: Reset seeds of the days.
+        best: A :class:`BestResponseAttacker` of the same defender and kwargs to reuse (its
+            plans are cached per day); None builds one.
         **env_kwargs: The duel's ``ScreeningEnv`` kwargs.
     """
     env_kwargs.setdefault("queue_mode", "expected")
     duel = DuelParallelEnv(**env_kwargs)
-    best = BestResponseAttacker(defender, **env_kwargs)
+    if best is None:
+        best = BestResponseAttacker(defender, **env_kwargs)
     prior = duel.game.attacker_prior
     n_theta = duel.game.n_risk_levels
     got = np.zeros((len(seeds), n_theta))
@@ -567,3 +703,23 @@ def attacker_gain(
         seeds=tuple(int(s) for s in seeds),
     )
 
+
+
+class TianshouMaskObs(gym.ObservationWrapper):
+    """Rename the attacker observation's keys to Tianshou's masking convention.
+
+    ``{"observation", "action_mask"}`` (PettingZoo's) becomes ``{"obs", "mask"}`` (what
+    Tianshou's ``DiscreteQLearningPolicy`` reads), so stock Tianshou collectors and DQN run on
+    :class:`~tsg_envs.attacker_env.AttackerEnv` unchanged.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Dict(
+            {"obs": space["observation"], "mask": space["action_mask"]}
+        )
+
+    def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The renamed observation."""
+        return {"obs": observation["observation"], "mask": observation["action_mask"]}

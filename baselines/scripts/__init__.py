@@ -1,0 +1,1 @@
+"""Scripts that regenerate the README's tables (``python -m baselines.scripts.<name>``)."""
