@@ -18,7 +18,7 @@ arriving passenger:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from scipy import stats
@@ -84,9 +84,8 @@ def team_waits(queues: np.ndarray, rates: np.ndarray, team_members: np.ndarray) 
     return (minutes[..., None, :] * team_members).max(axis=-1)
 
 
-@dataclass(frozen=True)
-class StepResult:
-    """What one passenger's screening did.
+class StepResult(NamedTuple):
+    """What one passenger's screening did (an immutable named tuple: cheap to make per step).
 
     Attributes:
         queues: ξ (passengers) after draining, before this passenger's load, (R,).
@@ -124,6 +123,9 @@ class ScreeningDay:
             [np.resize(np.flatnonzero(row), width) for row in game.team_members]
         )
         self._member_lists = [np.flatnonzero(row) for row in game.team_members]
+        # The same indices column by column: w = max over columns of backlog[column] (exact, and
+        # a few small numpy calls instead of a fancy index plus an axis reduction).
+        self._team_cols = [np.ascontiguousarray(self._team_idx[:, j]) for j in range(width)]
         self.arrivals: Arrivals | None = None
         self._n = 0
         self.index = 0
@@ -136,8 +138,14 @@ class ScreeningDay:
         self._refresh()
 
     def _refresh(self) -> None:
-        self.backlog = self.queues / self._rates
-        self.team_waits = self.backlog[self._team_idx].max(axis=1)
+        """Recompute ``backlog`` (ξ_r / f_r) and ``team_waits`` (max over members) from queues."""
+        backlog = self.queues / self._rates
+        cols = self._team_cols
+        waits = backlog[cols[0]]
+        for col in cols[1:]:
+            np.maximum(waits, backlog[col], out=waits)
+        self.backlog = backlog
+        self.team_waits = waits
 
     # State ---------------------------------------------------------------------------
     def reset(self, arrivals: Arrivals) -> None:

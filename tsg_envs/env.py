@@ -22,6 +22,8 @@ from tsg_envs.polytope import FEASIBILITY_TOL, Polytope, PolytopeSet, alpha_proj
 
 InvalidAction = Literal["project", "raise", "penalize"]
 
+_sum = np.add.reduce  # ndarray.sum without the Python-level wrapper (same result)
+
 __all__ = ["ScreeningEnv", "DEFAULT_RISK_SLACK", "DEFAULT_VIOLATION_PENALTY"]
 
 #: Default relative slack on the LP's risk: ψ = ψ^LP (1 + slack). It gives every polytope an
@@ -224,6 +226,10 @@ class ScreeningEnv(gym.Env):
         self._a_risk = np.ascontiguousarray(self.polytopes.A_ub[:, :m, :])
         self._b_risk = np.ascontiguousarray(self.polytopes.b_ub[:, :m])
         self._inv_expected = 1.0 / np.maximum(g.expected_category_counts(), 1e-12)
+        # Per-category views and Python floats for the per-step hot path (same numbers).
+        self._a_risk_list = list(self._a_risk)
+        self._b_risk_list = list(self._b_risk)
+        self._inv_expected_list = self._inv_expected.tolist()
         self._day = ScreeningDay(g, queue_mode)
 
         # Spaces ------------------------------------------------------------------------------
@@ -245,7 +251,13 @@ class ScreeningEnv(gym.Env):
         self._action_shape = (t,)
         self._obs_buf = np.zeros(start, dtype=np.float32)
         self._onehot_pos = 0
+        self._category_start = self.obs_layout["category"].start
+        self._backlog_slice = self.obs_layout["backlog"]
+        self._waits_slice = self.obs_layout["waits"]
+        self._history_slice = self.obs_layout["history"]
+        self._history_start = self._history_slice.start
         self._clock_pos = self.obs_layout["clock"].start
+        self._day_length = self.game.day_length
 
     # Public helpers -------------------------------------------------------------------------
     @property
@@ -266,13 +278,15 @@ class ScreeningEnv(gym.Env):
         a = np.asarray(action, dtype=np.float64)
         if a.shape != self._action_shape:
             raise ValueError(f"action must have shape {self._action_shape}, got {a.shape}")
-        total = float(a.sum())
+        total = float(_sum(a))
         if not math.isfinite(total):  # any NaN or inf makes the sum non-finite
             raise ValueError(f"action must be finite, got {a}")
         c = day.category
-        excess = self._a_risk[c] @ a - self._b_risk[c]
-        amin = float(a.min())
-        viol = max(0.0, float(excess.max()), abs(total - 1.0), -amin)
+        excess = self._a_risk_list[c] @ a - self._b_risk_list[c]
+        # max and min are exact whatever the order: Python's builtins on lists are cheaper than
+        # numpy's reductions for a handful of entries.
+        amin = min(a.tolist())
+        viol = max(0.0, max(excess.tolist()), abs(total - 1.0), -amin)
         penalty = 0.0
         if viol > FEASIBILITY_TOL:
             if self.invalid_action == "raise":
@@ -287,24 +301,35 @@ class ScreeningEnv(gym.Env):
             else:
                 executed = s
                 penalty = self.violation_penalty * viol
-        elif amin < 0 or total != 1.0:
+        elif amin < 0:
             executed = np.maximum(a, 0.0)
             executed /= executed.sum()
+        elif total != 1.0:  # a ≥ 0: the same renormalisation in one call
+            executed = a / total
         else:
             executed = a.copy() if a is action else a
         result = day.step(executed, self.np_random)
         self._last_wait = result.wait
         reward = -result.wait - penalty
-        info = self._info()
-        info.update(
-            queues=result.queues,
-            wait=result.wait,
-            penalty=penalty,
-            proposed_violation=viol,
-            executed_action=executed,
-            team=result.team,
-        )
-        return self._obs(), reward, day.done, False, info
+        # The observation changes only where the state did: the history entry of the category
+        # just screened is updated here, the rest is written by _write_state().
+        h = self._history_start + c
+        self._obs_buf[h] = day.history.item(c) * self._inv_expected_list[c]
+        i = day.index
+        waiting = i < day._n
+        info = {
+            "category": day._cats[i] if waiting else -1,
+            "theta": day._thetas[i] if waiting else -1,
+            "flight": day._flights[i] if waiting else -1,
+            "time": day.clock,
+            "queues": result.queues,
+            "wait": result.wait,
+            "penalty": penalty,
+            "proposed_violation": viol,
+            "executed_action": executed,
+            "team": result.team,
+        }
+        return self._write_state(), reward, not waiting, False, info
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -356,18 +381,21 @@ class ScreeningEnv(gym.Env):
     # Internals ---------------------------------------------------------------------------
     def _obs(self) -> np.ndarray:
         """Write the current state into the observation buffer and return a copy."""
+        self._obs_buf[self._history_slice] = self._day.history * self._inv_expected
+        return self._write_state()
+
+    def _write_state(self) -> np.ndarray:
+        """Write everything but the history into the observation buffer; return a copy."""
         day = self._day
-        lay = self.obs_layout
         buf = self._obs_buf
         buf[self._onehot_pos] = 0.0
         c = day.category
-        self._onehot_pos = lay["category"].start + c if c >= 0 else 0
+        self._onehot_pos = self._category_start + c if c >= 0 else self._category_start
         if c >= 0:
             buf[self._onehot_pos] = 1.0
-        buf[lay["backlog"]] = day.backlog
-        buf[lay["waits"]] = day.team_waits
-        buf[lay["history"]] = day.history * self._inv_expected
-        buf[self._clock_pos] = min(day.clock / self.game.day_length, 1.0)
+        buf[self._backlog_slice] = day.backlog
+        buf[self._waits_slice] = day.team_waits
+        buf[self._clock_pos] = min(day.clock / self._day_length, 1.0)
         return buf.copy()
 
     def _info(self) -> dict[str, Any]:
