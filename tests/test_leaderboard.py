@@ -1,0 +1,339 @@
+"""Leaderboard: suites, aggregation, end-to-end evaluation, broken submissions, schema, CLI."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import tsg_envs  # noqa: F401
+from leaderboard.__main__ import main
+from leaderboard.aggregate import iqm_interval
+from leaderboard.evaluate import evaluate_submission
+from leaderboard.schema import (
+    ResultExistsError,
+    SchemaError,
+    load_result,
+    metrics_digest,
+    save_result,
+    validate,
+)
+from leaderboard.submission import SubmissionSpec
+from leaderboard.suites import EVAL_SEED_BASE, SUITES, Suite
+from tsg_envs.risk import worst_case_risk
+from tsg_envs.rollout import CentreAgent, LPAgent, rollout
+
+REPO = Path(__file__).resolve().parent.parent
+#: Bootstrap replications in tests (intervals are checked for order, not width).
+REPS = 200
+
+#: A two-day, one-instance suite on the smallest window id (450 passengers a day).
+TINY = Suite(
+    name="tiny",
+    description="test suite",
+    env_ids=("tsg/Screening-Window-5F-v0",),
+    instance_seeds=(0,),
+    arrival_seeds=(EVAL_SEED_BASE, EVAL_SEED_BASE + 1),
+    risk_max_states=5,
+    train_steps=10,
+)
+
+CENTRE = """
+NAME = "tiny-centre"
+
+class Centre:
+    def __init__(self, env):
+        self.centers = env.unwrapped.polytopes.centers
+
+    def act(self, obs, info):
+        return self.centers[info["category"]].copy()
+
+def make_agent(env):
+    return Centre(env)
+"""
+
+
+def write(tmp_path: Path, name: str, source: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return str(path)
+
+
+# Suites -------------------------------------------------------------------------------------
+def test_suites_are_data_with_evaluation_seeds_above_training_seeds() -> None:
+    assert EVAL_SEED_BASE == 2**31
+    for suite in SUITES.values():
+        assert min(suite.arrival_seeds) >= 2**31
+        assert len(set(suite.arrival_seeds)) == len(suite.arrival_seeds)
+        assert suite.n_episodes == len(suite.env_ids) * len(suite.instance_seeds) * len(
+            suite.arrival_seeds
+        )
+        for env_id in suite.env_ids:
+            assert env_id in gym.registry
+    # baselines' training days: seed * 1_000_003 + k (baselines.evaluate) stays below 2**31 for
+    # any run seed < 2147 and any k < 1_000_003
+    from baselines.evaluate import training_day_seed
+
+    assert training_day_seed(2146, 1_000_002) < EVAL_SEED_BASE
+    with pytest.raises(ValueError, match="below EVAL_SEED_BASE"):
+        Suite("bad", "", ("tsg/Screening-v0",), (0,), (1_000,))
+
+
+def test_suite_digest_covers_every_field() -> None:
+    base = TINY.digest()
+    assert base == Suite(**{**TINY.__dict__}).digest()
+    assert Suite(**{**TINY.__dict__, "risk_max_states": 6}).digest() != base
+    assert Suite(**{**TINY.__dict__, "instance_seeds": (1,)}).digest() != base
+    assert Suite(**{**TINY.__dict__, "env_kwargs": (("risk_slack", 0.05),)}).digest() != base
+
+
+# Aggregation --------------------------------------------------------------------------------
+def test_iqm_interval_hand_computed() -> None:
+    # 4 runs x 1 task: the IQM drops the lowest and highest quarter (1 value each):
+    # mean(2, 3) = 2.5; the mean is (1 + 2 + 3 + 100) / 4 = 26.5
+    iv = iqm_interval(np.array([[1.0], [2.0], [3.0], [100.0]]), reps=REPS)
+    assert iv["iqm"] == 2.5
+    assert iv["mean"] == 26.5
+    assert iv["iqm_low"] <= 2.5 <= iv["iqm_high"]
+    assert iv["mean_low"] <= 26.5 <= iv["mean_high"]
+    # 4 runs x 2 tasks, values 1..8: the IQM keeps 3, 4, 5, 6 -> 4.5
+    iv = iqm_interval(np.arange(1.0, 9.0).reshape(4, 2), reps=REPS)
+    assert iv["iqm"] == 4.5
+    # constant scores: nothing to resample, the interval collapses on the point
+    iv = iqm_interval(np.full((3, 2), 7.0))
+    assert iv["iqm_low"] == iv["iqm_high"] == iv["iqm"] == 7.0
+
+
+def test_iqm_interval_is_deterministic_whatever_the_global_rng() -> None:
+    # rliable 1.2.0 draws its bootstrap indices from the global np.random even when given a
+    # random_state; our bootstrap must not depend on it
+    scores = np.random.default_rng(3).random((6, 3))
+    np.random.seed(1)
+    a = iqm_interval(scores, reps=REPS)
+    np.random.seed(2)
+    b = iqm_interval(scores, reps=REPS)
+    assert a == b
+    assert a["iqm_low"] < a["iqm"] < a["iqm_high"]
+
+
+# End to end ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def centre_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    path = write(tmp_path_factory.mktemp("sub"), "centre.py", CENTRE)
+    return evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=REPS)
+
+
+def test_end_to_end_metrics_match_direct_rollouts(centre_doc: dict) -> None:
+    doc = centre_doc
+    validate(doc)
+    assert doc["status"] == "ok" and doc["error"] is None
+    assert doc["track"] == "hard"
+    assert doc["submission"]["name"] == "tiny-centre"
+    assert doc["suite"]["hash"] == TINY.digest()
+    assert doc["references"]["slack_guided"].startswith("baselines slack-guided")
+    (unit,) = doc["units"]
+    env = gym.make("tsg/Screening-Window-5F-v0", instance_seed=0)
+    for ep, seed in zip(unit["episodes"], TINY.arrival_seeds, strict=True):
+        # peer check: the same days rolled out directly
+        assert ep["arrival_seed"] == seed
+        assert ep["mean_wait"] == rollout(env, CentreAgent(env), seed=seed).mean_wait
+        assert ep["lp_mean_wait"] == rollout(env, LPAgent(env), seed=seed).mean_wait
+        assert ep["ratio_vs_lp"] == ep["lp_mean_wait"] / ep["mean_wait"]
+        assert ep["ratio_vs_slack_guided"] == ep["slack_guided_mean_wait"] / ep["mean_wait"]
+        assert ep["proposed_violations"] == 0 and ep["executed_violations"] == 0
+    report = worst_case_risk(env, CentreAgent(env), seed=TINY.arrival_seeds[0], max_states=5)
+    assert unit["risk"]["risk"] == report.risk
+    assert unit["risk"]["states_probed"] == 5
+    assert unit["risk"]["within_bound"]
+    agg = doc["aggregate"]
+    assert agg["n_tasks"] == 1 and agg["n_runs"] == 2 and agg["n_episodes"] == 2
+    # two runs: the IQM of two values is their mean
+    waits = [ep["mean_wait"] for ep in unit["episodes"]]
+    assert agg["mean_wait"]["iqm"] == pytest.approx(np.mean(waits), rel=1e-12)
+    assert metrics_digest(doc) == doc["metrics_digest"]
+    prov = doc["provenance"]
+    assert prov["packages"]["tsg-envs"] and prov["python"] and prov["hardware"]["cpu_count"]
+
+
+def test_lp_submission_has_ratio_one(tmp_path: Path) -> None:
+    doc = evaluate_submission(SubmissionSpec("lp"), TINY, progress=False, reps=REPS)
+    assert doc["status"] == "ok" and doc["track"] == "hard"
+    assert doc["submission"]["kind"] == "baseline"
+    for ep in doc["units"][0]["episodes"]:
+        assert ep["ratio_vs_lp"] == 1.0
+    assert doc["aggregate"]["ratio_vs_lp"]["iqm"] == 1.0
+
+
+def test_deterministic_across_workers_and_never_overwrites(
+    centre_doc: dict, tmp_path: Path
+) -> None:
+    path = Path(centre_doc["submission"]["source"])
+    again = evaluate_submission(
+        SubmissionSpec(str(path)), TINY, workers=2, progress=False, reps=REPS
+    )
+    assert again["metrics_digest"] == centre_doc["metrics_digest"]
+    out = save_result(centre_doc, tmp_path)
+    assert load_result(out)["metrics_digest"] == centre_doc["metrics_digest"]
+    save_result(again, tmp_path)  # the same metrics: replacing is allowed
+    before = out.read_bytes()
+    other = json.loads(json.dumps(again))
+    other["units"][0]["episodes"][0]["mean_wait"] += 1.0
+    other["metrics_digest"] = metrics_digest(other)
+    with pytest.raises(ResultExistsError, match="different result"):
+        save_result(other, tmp_path)
+    assert out.read_bytes() == before
+    save_result(other, tmp_path, force=True)
+    assert load_result(out)["metrics_digest"] == other["metrics_digest"]
+
+
+# Broken submissions -------------------------------------------------------------------------
+BROKEN = {
+    "syntax": ("def make_agent(:\n", "import failed: SyntaxError"),
+    "import_raises": (
+        "raise RuntimeError('boom at import')\n",
+        "import failed: RuntimeError: boom at import",
+    ),
+    "exits": ("import sys\nsys.exit(3)\n", "import failed: SystemExit"),
+    "no_make_agent": ("X = 1\n", "defines no callable make_agent(env)"),
+    "make_agent_raises": (
+        "def make_agent(env):\n    raise ValueError('no agent')\n",
+        "make_agent raised: ValueError: no agent",
+    ),
+    "no_act": ("def make_agent(env):\n    return object()\n", "has no act(obs, info)"),
+    "act_raises": (
+        "class A:\n    def act(self, obs, info):\n        return {}['missing']\n"
+        "def make_agent(env):\n    return A()\n",
+        "act raised: KeyError: 'missing'",
+    ),
+    "nan": (
+        "import numpy as np\nclass A:\n    def act(self, obs, info):\n"
+        "        return np.full(10, np.nan)\ndef make_agent(env):\n    return A()\n",
+        "act returned NaN",
+    ),
+    "shape": (
+        "import numpy as np\nclass A:\n    def act(self, obs, info):\n"
+        "        return np.ones(3) / 3\ndef make_agent(env):\n    return A()\n",
+        "act returned shape (3,), expected (10,)",
+    ),
+    "not_numbers": (
+        "class A:\n    def act(self, obs, info):\n        return 'left'\n"
+        "def make_agent(env):\n    return A()\n",
+        "act returned str, not an array of numbers",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def good_result(tmp_path_factory: pytest.TempPathFactory, centre_doc: dict) -> Path:
+    out = tmp_path_factory.mktemp("results")
+    return save_result(centre_doc, out)
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_submission_is_reported_in_its_row(
+    case: str, tmp_path: Path, good_result: Path
+) -> None:
+    source, reason = BROKEN[case]
+    path = write(tmp_path, f"{case}.py", source)
+    before = good_result.read_bytes()
+    doc = evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=REPS)
+    validate(doc)
+    assert doc["status"] == "failed"
+    assert reason in doc["error"], doc["error"]
+    assert doc["aggregate"] is None and doc["track"] is None
+    if case in ("act_raises", "nan", "shape", "not_numbers"):
+        # the reason names the unit and the day
+        assert (
+            f"tsg/Screening-Window-5F-v0 instance 0, arrival seed {EVAL_SEED_BASE}" in doc["error"]
+        )
+    written = save_result(doc, good_result.parent)
+    assert written != good_result
+    assert good_result.read_bytes() == before  # other results are never touched
+
+
+def test_infeasible_submission_completes_in_the_open_track(tmp_path: Path) -> None:
+    # one-hot on team 0: outside the near-point polytopes of the risky categories
+    path = write(
+        tmp_path,
+        "onehot.py",
+        "import numpy as np\nclass A:\n    def act(self, obs, info):\n"
+        "        a = np.zeros(10); a[0] = 1.0; return a\n"
+        "def make_agent(env):\n    return A()\n",
+    )
+    doc = evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=REPS)
+    assert doc["status"] == "ok"
+    assert doc["track"] == "open"
+    agg = doc["aggregate"]
+    assert agg["proposed_violations"] > 0 and agg["max_violation"] > 1e-6
+    assert agg["executed_violations"] == 0  # the environment projected them
+    assert any(n.startswith("infeasible actions:") for n in doc["notes"])
+    assert not agg["risk"]["within_bound"]  # the probe sees the proposals themselves
+
+
+def test_unknown_baseline_name_and_missing_checkpoint() -> None:
+    doc = evaluate_submission(SubmissionSpec("no-such-method"), TINY, progress=False, reps=REPS)
+    assert doc["status"] == "failed" and "neither a .py file nor one of" in doc["error"]
+    doc = evaluate_submission(
+        SubmissionSpec("lp", checkpoint="/nonexistent/ckpt.json"), TINY, progress=False, reps=REPS
+    )
+    assert doc["status"] == "failed" and "checkpoint not found" in doc["error"]
+
+
+# Schema -------------------------------------------------------------------------------------
+def test_schema_is_checked_on_load(centre_doc: dict, tmp_path: Path) -> None:
+    good = save_result(centre_doc, tmp_path / "ok")
+    load_result(good)
+
+    def broken(edit: object, name: str) -> Path:
+        doc = json.loads(good.read_text())
+        edit(doc)
+        path = tmp_path / name
+        path.write_text(json.dumps(doc))
+        return path
+
+    path = broken(lambda d: d.pop("aggregate"), "missing.json")
+    with pytest.raises(SchemaError, match=r"missing required key 'aggregate'"):
+        load_result(path)
+    path = broken(lambda d: d.update(schema_version="1"), "version.json")
+    with pytest.raises(SchemaError, match=r"\$\.schema_version: expected 1"):
+        load_result(path)
+    path = broken(lambda d: d["units"][0]["episodes"][0].update(mean_wait="fast"), "type.json")
+    with pytest.raises(SchemaError, match=r"episodes\[0\]\.mean_wait: expected number"):
+        load_result(path)
+    path = broken(lambda d: d.update(track="gold"), "track.json")
+    with pytest.raises(SchemaError, match="'gold' is not one of"):
+        load_result(path)
+    # a hand-edited metric no longer matches its digest
+    path = broken(lambda d: d["aggregate"]["mean_wait"].update(iqm=0.0), "edited.json")
+    with pytest.raises(SchemaError, match="metrics_digest does not match"):
+        load_result(path)
+    (tmp_path / "garbage.json").write_text("{not json")
+    with pytest.raises(SchemaError, match="not JSON"):
+        load_result(tmp_path / "garbage.json")
+
+
+# CLI ----------------------------------------------------------------------------------------
+def test_cli_evaluate_prints_the_row_beside_the_lp(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = str(REPO / "examples" / "submission_centre.py")
+    args = ["evaluate", "--agent", example, "--suite", "micro", "--out", str(tmp_path)]
+    args += ["--reps", "100", "--no-progress"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "example-centre" in out and "static LP (reference)" in out
+    path = tmp_path / "example-centre--micro.json"
+    assert load_result(path)["status"] == "ok"
+    # a different existing result is refused with exit code 3
+    doc = json.loads(path.read_text())
+    doc["units"][0]["episodes"][0]["mean_wait"] += 1
+    doc["metrics_digest"] = metrics_digest(doc)
+    path.write_text(json.dumps(doc))
+    assert main(args) == 3
+    assert "different result" in capsys.readouterr().err
+    assert main(["suites"]) == 0
+    assert "quick" in capsys.readouterr().out
