@@ -37,6 +37,7 @@ from tianshou.utils.torch_utils import policy_within_training_step
 from torch import nn
 
 from baselines.api import RunConfig
+from baselines.evaluate import training_day_seed
 from tsg_envs.rollout import rollout
 from tsg_envs.wrappers import DEFAULT_BETA
 
@@ -57,12 +58,19 @@ __all__ = [
     "CurveLog",
     "latest_checkpoint",
     "save_checkpoint",
+    "save_best",
     "load_checkpoint",
+    "BEST_NAME",
 ]
 
-#: Evaluation days (the learning curves and the final score) use reset seeds EVAL_SEED_BASE + i;
-#: training days are drawn from the run's seed and never collide with them in practice.
-EVAL_SEED_BASE: int = 1_000_000
+#: Validation days (the learning curve and ``keep_best``) use reset seeds EVAL_SEED_BASE + i.
+#: Training days follow the project convention ``baselines.evaluate.training_day_seed`` (run
+#: seed s, day k: s·1_000_003 + k); evaluation days are 10_000 + k (the harness) or from 2**31
+#: (the leaderboard). 5_000 + i is disjoint from both (for s = 0 below 5_000 training days, about
+#: 4.7 million steps of the default env).
+EVAL_SEED_BASE: int = 5_000
+#: File name of the best-evaluated weights inside ``run.out`` (see ``keep_best``).
+BEST_NAME: str = "best.pt"
 
 
 @dataclass(kw_only=True)
@@ -91,18 +99,22 @@ class OffPolicyConfig:
             (the learning curve); 0 disables.
         eval_days: Days per curve point.
         threads: ``torch.set_num_threads`` during training.
+        keep_best: Return (and save as ``best.pt``) the weights with the lowest learning-curve
+            evaluation (early stopping on the validation days ``EVAL_SEED_BASE + i``, which
+            are disjoint from training days and from the leaderboard's test days); False
+            returns the final weights.
     """
 
-    hidden_sizes: tuple[int, ...] = (256, 256)
+    hidden_sizes: tuple[int, ...] = (128, 128)
     actor_lr: float = 1e-4
     critic_lr: float = 1e-3
-    gamma: float = 0.99
+    gamma: float = 0.95
     tau: float = 0.005
     n_step: int = 1
-    batch_size: int = 256
+    batch_size: int = 128
     buffer_size: int = 200_000
-    warmup_steps: int = 5_000
-    updates_per_step: float = 1.0
+    warmup_steps: int = 2_000
+    updates_per_step: float = 0.5
     reward_scale: float = 0.1
     wait_scale: float = 10.0
     beta: float = DEFAULT_BETA
@@ -112,6 +124,7 @@ class OffPolicyConfig:
     eval_every: int = 5_000
     eval_days: int = 2
     threads: int = 1
+    keep_best: bool = True
 
 
 def make_config(cls: type, hparams: dict[str, Any]) -> Any:
@@ -300,6 +313,7 @@ class TorchAgent:
 def greedy_simplex_act(actor: SimplexActor) -> Callable[[np.ndarray], np.ndarray]:
     """``obs -> action`` of a :class:`SimplexActor` without noise (float64 projection)."""
 
+    @torch.no_grad()
     def act(obs: np.ndarray) -> np.ndarray:
         obs_BO = torch.as_tensor(obs[None], dtype=torch.float32)
         y, _ = actor.from_logits(actor.logits(obs_BO), obs_BO, double=True)
@@ -310,9 +324,8 @@ def greedy_simplex_act(actor: SimplexActor) -> Callable[[np.ndarray], np.ndarray
 
 # Runs, seeds, evaluation, logging -------------------------------------------------------------
 def day_seed(seed: int, day: int) -> int:
-    """Reset seed of training day ``day`` of a run seeded ``seed`` (deterministic, < 2**31)."""
-    ss = np.random.SeedSequence([int(seed), int(day), 0x7573])
-    return int(ss.generate_state(1, dtype=np.uint32)[0] >> 1)
+    """Reset seed of training day ``day`` of a run seeded ``seed`` (the project convention)."""
+    return training_day_seed(seed, day)
 
 
 def evaluate_mean_wait(env: gym.Env, agent: Any, n_days: int) -> tuple[float, float]:
@@ -410,6 +423,17 @@ def save_checkpoint(out: Path, step: int, payload: dict[str, Any]) -> Path:
     return path
 
 
+def save_best(out: Path, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` atomically to ``out/best.pt`` (same layout as a checkpoint)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / BEST_NAME
+    tmp = path.with_suffix(".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+    return path
+
+
 def load_checkpoint(path: Path) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` (trusted local files)."""
     return torch.load(Path(path), map_location="cpu", weights_only=False)
@@ -483,6 +507,7 @@ def train_off_policy(
     out = Path(run.out)
     buffer = ReplayBuffer(cfg.buffer_size)
     step, day, update_credit, wall_before = 0, 0, 0.0, 0.0
+    best_eval = float("inf")
     ckpt = latest_checkpoint(out)
     if ckpt is not None:
         state = load_checkpoint(ckpt)
@@ -494,34 +519,46 @@ def train_off_policy(
         _set_rng_state(rng, state["rng"])
         if state.get("buffer") is not None:
             buffer = pickle.loads(state["buffer"])
+        best_eval = state.get("best_eval", best_eval)
     curve = CurveLog(out / "curve.csv", method, run)
     agent = TorchAgent(hooks.greedy_act, method)
     bar = _progress(run, step)
     t0 = time.perf_counter() - wall_before
     next_eval = (step // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
     next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
-    if step == 0 and cfg.eval_every > 0:
-        policy.eval()
-        ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
-        curve.write(step=0, wall_s=0.0, eval_mean_wait=ev, eval_days=cfg.eval_days,
-                    max_violation=viol)
 
-    def checkpoint() -> None:
-        save_checkpoint(
-            out,
-            step,
-            {
-                "method": method,
-                "config": dataclasses.asdict(cfg),
-                "algorithm": algorithm.state_dict(),
-                "step": step,
-                "day": day,
-                "update_credit": update_credit,
-                "wall_s": time.perf_counter() - t0,
-                "rng": _rng_state(rng),
-                "buffer": pickle.dumps(buffer) if cfg.save_buffer else None,
-            },
+    def payload(with_buffer: bool) -> dict[str, Any]:
+        return {
+            "method": method,
+            "config": dataclasses.asdict(cfg),
+            "algorithm": algorithm.state_dict(),
+            "step": step,
+            "day": day,
+            "update_credit": update_credit,
+            "wall_s": time.perf_counter() - t0,
+            "rng": _rng_state(rng),
+            "best_eval": best_eval,
+            "buffer": pickle.dumps(buffer) if with_buffer else None,
+        }
+
+    def evaluate() -> float:
+        nonlocal best_eval
+        ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
+        curve.write(
+            step=step,
+            wall_s=round(time.perf_counter() - t0, 2),
+            eval_mean_wait=ev,
+            eval_days=cfg.eval_days,
+            max_violation=viol,
         )
+        if ev < best_eval:
+            best_eval = ev
+            save_best(out, payload(False))
+        return ev
+
+    policy.eval()
+    if step == 0 and cfg.eval_every > 0:
+        evaluate()
 
     while step < run.steps:
         obs, info = env.reset(seed=day_seed(run.seed, day))
@@ -560,14 +597,7 @@ def train_off_policy(
             if bar is not None:
                 bar.update(1)
             if next_eval is not None and step >= next_eval:
-                ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
-                curve.write(
-                    step=step,
-                    wall_s=round(time.perf_counter() - t0, 2),
-                    eval_mean_wait=ev,
-                    eval_days=cfg.eval_days,
-                    max_violation=viol,
-                )
+                ev = evaluate()
                 if bar is not None:
                     bar.set_postfix(eval_wait=f"{ev:.2f}")
                 next_eval += cfg.eval_every
@@ -579,9 +609,11 @@ def train_off_policy(
             train_day_mean_wait=float(np.mean(day_waits)),
         )
         if step >= next_ckpt or step >= run.steps:
-            checkpoint()
+            save_checkpoint(out, step, payload(cfg.save_buffer))
             next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
     if bar is not None:
         bar.close()
+    if cfg.keep_best and (out / BEST_NAME).exists():
+        algorithm.load_state_dict(load_checkpoint(out / BEST_NAME)["algorithm"])
     policy.eval()
     return agent

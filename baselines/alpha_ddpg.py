@@ -197,6 +197,7 @@ def build(
 def explore_fn(actor: SimplexActor, sigma: float) -> Any:
     """Behaviour policy: Gaussian noise on the tanh logits, clipped to [-1, 1], then projected."""
 
+    @torch.no_grad()
     def explore(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         obs_BO = torch.as_tensor(obs[None], dtype=torch.float32)
         u = actor.logits(obs_BO).double()

@@ -30,6 +30,7 @@ from tianshou.utils.torch_utils import policy_within_training_step
 from torch.distributions import Independent, Normal
 
 from baselines._torch_common import (
+    BEST_NAME,
     CurveLog,
     ObsScale,
     ScaledMLP,
@@ -42,6 +43,7 @@ from baselines._torch_common import (
     latest_checkpoint,
     load_checkpoint,
     make_config,
+    save_best,
     save_checkpoint,
 )
 from baselines.api import Method, RunConfig
@@ -75,11 +77,13 @@ class PPOConfig:
         eval_every: Learning-curve evaluation period in steps (0 disables).
         eval_days: Days per curve point.
         threads: ``torch.set_num_threads`` during training.
+        keep_best: Return the weights with the lowest learning-curve evaluation (see
+            ``OffPolicyConfig.keep_best``).
     """
 
     hidden_sizes: tuple[int, ...] = (128, 128)
     lr: float = 3e-4
-    gamma: float = 0.99
+    gamma: float = 0.95
     gae_lambda: float = 0.95
     n_steps: int = 2048
     batch_size: int = 256
@@ -95,6 +99,7 @@ class PPOConfig:
     eval_every: int = 5_000
     eval_days: int = 2
     threads: int = 1
+    keep_best: bool = True
 
 
 def _dist(loc_scale: tuple[torch.Tensor, torch.Tensor]) -> Independent:
@@ -159,6 +164,7 @@ def train(run: RunConfig) -> TorchAgent:
     out = Path(run.out)
     buffer = ReplayBuffer(cfg.n_steps)
     step, day, wall_before = 0, 0, 0.0
+    best_eval = float("inf")
     ckpt = latest_checkpoint(out)
     if ckpt is not None:
         state = load_checkpoint(ckpt)
@@ -168,15 +174,42 @@ def train(run: RunConfig) -> TorchAgent:
         step, day, wall_before = state["step"], state["day"], state["wall_s"]
         _set_rng_state(np.random.default_rng(), state["rng"])  # restores torch's RNG
         buffer = pickle.loads(state["buffer"])
+        best_eval = state.get("best_eval", best_eval)
     curve = CurveLog(out / "curve.csv", "ppo", run)
     bar = _progress(run, step)
     t0 = time.perf_counter() - wall_before
     next_eval = (step // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
     next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
-    if step == 0 and cfg.eval_every > 0:
+
+    def payload() -> dict[str, Any]:
+        return {
+            "method": "ppo",
+            "config": dataclasses.asdict(cfg),
+            "algorithm": algorithm.state_dict(),
+            "step": step,
+            "day": day,
+            "wall_s": time.perf_counter() - t0,
+            "rng": _rng_state(np.random.default_rng()),
+            "best_eval": best_eval,
+            "buffer": pickle.dumps(buffer),
+        }
+
+    def evaluate() -> None:
+        nonlocal best_eval
         ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
-        curve.write(step=0, wall_s=0.0, eval_mean_wait=ev, eval_days=cfg.eval_days,
-                    max_violation=viol)
+        curve.write(
+            step=step,
+            wall_s=round(time.perf_counter() - t0, 2),
+            eval_mean_wait=ev,
+            eval_days=cfg.eval_days,
+            max_violation=viol,
+        )
+        if ev < best_eval:
+            best_eval = ev
+            save_best(out, payload())
+
+    if step == 0 and cfg.eval_every > 0:
+        evaluate()
     while step < run.steps:
         obs, info = env.reset(seed=day_seed(run.seed, day))
         day += 1
@@ -208,32 +241,23 @@ def train(run: RunConfig) -> TorchAgent:
             if bar is not None:
                 bar.update(1)
             if next_eval is not None and step >= next_eval:
-                ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
-                curve.write(step=step, wall_s=round(time.perf_counter() - t0, 2),
-                            eval_mean_wait=ev, eval_days=cfg.eval_days, max_violation=viol)
+                evaluate()
                 next_eval += cfg.eval_every
             if step >= run.steps:
                 break
-        curve.write(step=step, wall_s=round(time.perf_counter() - t0, 2),
-                    train_day_mean_wait=float(np.mean(day_waits)))
+        curve.write(
+            step=step,
+            wall_s=round(time.perf_counter() - t0, 2),
+            train_day_mean_wait=float(np.mean(day_waits)),
+        )
         if step >= next_ckpt or step >= run.steps:
-            save_checkpoint(
-                out,
-                step,
-                {
-                    "method": "ppo",
-                    "config": dataclasses.asdict(cfg),
-                    "algorithm": algorithm.state_dict(),
-                    "step": step,
-                    "day": day,
-                    "wall_s": time.perf_counter() - t0,
-                    "rng": _rng_state(np.random.default_rng()),
-                    "buffer": pickle.dumps(buffer),
-                },
-            )
+            save_checkpoint(out, step, payload())
             next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
     if bar is not None:
         bar.close()
+    if cfg.keep_best and (out / BEST_NAME).exists():
+        algorithm.load_state_dict(load_checkpoint(out / BEST_NAME)["algorithm"])
+    algorithm.eval()
     return agent
 
 

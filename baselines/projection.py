@@ -16,6 +16,7 @@ Shapes: B batch, T teams, K = M + T inequality rows, C categories, O observation
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -104,9 +105,7 @@ class AlphaProjection(nn.Module):
         self.register_buffer("b_ub", b, persistent=False)
         self.register_buffer("centers", y0, persistent=False)
         # slack of the centre in every row, b - A y0 (> 0 for an interior centre)
-        self.register_buffer(
-            "slack0", b - torch.einsum("ckt,ct->ck", a, y0), persistent=False
-        )
+        self.register_buffer("slack0", b - torch.einsum("ckt,ct->ck", a, y0), persistent=False)
         self.category = slice(category.start, category.stop)
         self.shrink = float(shrink)
 
@@ -214,8 +213,19 @@ class L2Projection(nn.Module):
         b = cp.Parameter(k)
         s = cp.Parameter(t)
         problem = cp.Problem(cp.Minimize(cp.sum_squares(x - s)), [a @ x <= b, cp.sum(x) == 1])
-        self.layer = CvxpyLayer(problem, parameters=[a, b, s], variables=[x])
+        # kept out of the module tree: its sparse CSR buffers are constants of the problem's
+        # shape, rebuilt on construction, and torch.save cannot serialise them
+        object.__setattr__(self, "_layer", CvxpyLayer(problem, parameters=[a, b, s], variables=[x]))
         self.solver_args = dict(solver_args or {})
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> L2Projection:
+        # Tianshou deep-copies the actor for its target network: share the (stateless) solver
+        # layer, whose sparse tensors cannot be deep-copied, and copy everything else.
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            new.__dict__[key] = value if key == "_layer" else copy.deepcopy(value, memo)
+        return new
 
     @classmethod
     def from_env(cls, env: gym.Env, **kwargs: Any) -> L2Projection:
@@ -238,7 +248,7 @@ class L2Projection(nn.Module):
             cat_B, valid_B = self.alpha.categories(torch.as_tensor(obs_BO))
         cat_B = torch.as_tensor(cat_B, dtype=torch.long)
         s = s_BT.double()
-        (x_BT,) = self.layer(
+        (x_BT,) = self._layer(
             self.alpha.a_ub[cat_B], self.alpha.b_ub[cat_B], s, solver_args=self.solver_args
         )
         x_BT = x_BT.clamp(min=0.0)

@@ -103,11 +103,10 @@ def build(env: gym.Env, cfg: SACConfig) -> tuple[SAC, ContinuousActorProbabilist
     return algorithm, actor
 
 
-def logits_agent_fn(
-    logits_fn: Any, projection: AlphaProjection, beta: float
-) -> Any:
+def logits_agent_fn(logits_fn: Any, projection: AlphaProjection, beta: float) -> Any:
     """``obs -> allocation`` for the unwrapped env: softmax(β logits), α-projected (float64)."""
 
+    @torch.no_grad()
     def act(obs: np.ndarray) -> np.ndarray:
         obs_BO = torch.as_tensor(obs[None], dtype=torch.float32)
         x = logits_fn(obs_BO).double().clamp(-1.0, 1.0)

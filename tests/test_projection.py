@@ -60,9 +60,9 @@ def test_hand_projection_jacobian() -> None:
     # ∂α/∂s = -c σ a / (a·d)² = (c·0.25/0.5625, 0) = (4c/9, 0) at s = (0, 1), and
     # J = α I + d ∂αᵀ = [[c/3 - 0.75·4c/9, 0], [0.75·4c/9, c/3]] = [[0, 0], [c/3, c/3]].
     s = torch.tensor([[0.0, 1.0]], dtype=torch.float64, requires_grad=True)
-    jac = torch.autograd.functional.jacobian(
-        lambda x: _hand()(x, cat_B=torch.tensor([0])), s
-    )[0, :, 0, :]
+    jac = torch.autograd.functional.jacobian(lambda x: _hand()(x, cat_B=torch.tensor([0])), s)[
+        0, :, 0, :
+    ]
     np.testing.assert_allclose(
         jac.numpy(), [[0.0, 0.0], [SHRINK / 3, SHRINK / 3]], rtol=0, atol=1e-12
     )
@@ -82,8 +82,9 @@ def test_gradcheck_on_the_default_polytopes(env: gym.Env, proj: AlphaProjection)
     slack = polys.b_ub[cats] - np.einsum("nkt,nt->nk", polys.A_ub[cats], polys.centers[cats])
     ratio = np.sort(np.where(ad > 0, slack / np.where(ad > 0, ad, 1.0), np.inf), axis=-1)
     smooth = (np.abs(ratio[:, 0] - 1) > 1e-3) & (ratio[:, 1] - ratio[:, 0] > 1e-3)
-    inside, outside = np.flatnonzero(smooth & (ratio[:, 0] > 1)), np.flatnonzero(
-        smooth & (ratio[:, 0] < 1)
+    inside, outside = (
+        np.flatnonzero(smooth & (ratio[:, 0] > 1)),
+        np.flatnonzero(smooth & (ratio[:, 0] < 1)),
     )
     assert len(inside) >= 4 and len(outside) >= 12
     keep = np.concatenate([inside[:4], outside[:12]])

@@ -1,0 +1,254 @@
+"""Benchmarks of the torch baselines: ``python -m baselines.bench [--quick]``.
+
+1. Projection layers, forward plus backward at batch 256 on the default environment's
+   polytopes, measured in the same run: the α-projection (:class:`~baselines.projection.
+   AlphaProjection`) against the cvxpylayers L2 projection (:class:`~baselines.projection.
+   L2Projection`, optional extra ``l2``). Reports medians and the speed-up.
+2. Wall-clock time of α-DDPG (default config) to take N gradient steps (one per environment
+   step after a warm-up of one batch) at 10, 20, 50, 100 and 300 flights, excluding the
+   environment's construction (LP and polytopes, reported separately), with a power-law fit
+   t ∝ flights^k.
+
+Prints a Markdown table naming the machine; ``--json PATH`` also writes the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import tsg_envs  # noqa: F401  (registers the ids)
+from baselines.alpha_ddpg import AlphaDDPGConfig
+from baselines.alpha_ddpg import train as train_alpha_ddpg
+from baselines.api import RunConfig
+from baselines.projection import AlphaProjection
+
+__all__ = ["BenchConfig", "bench_projection", "bench_training", "machine", "main"]
+
+
+@dataclass(kw_only=True)
+class BenchConfig:
+    """What to measure.
+
+    Attributes:
+        batch: Batch size of the projection benchmark.
+        alpha_repeats: Timed repetitions of the α-projection.
+        l2_repeats: Timed repetitions of the cvxpylayers projection.
+        flights: Flight counts of the training benchmark.
+        grad_steps: Gradient steps timed per flight count.
+        threads: ``torch.set_num_threads``.
+        seed: Seed of the inputs and the runs.
+        hparams: Overrides of α-DDPG's config for the training benchmark.
+    """
+
+    batch: int = 256
+    alpha_repeats: int = 200
+    l2_repeats: int = 5
+    flights: tuple[int, ...] = (10, 20, 50, 100, 300)
+    grad_steps: int = 10_000
+    threads: int = 1
+    seed: int = 0
+    hparams: dict[str, Any] = field(default_factory=dict)
+
+
+def machine() -> str:
+    """A one-line description of this machine and the torch threads used."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} "
+        f"({torch.get_num_threads()} thread(s)), Python {platform.python_version()}"
+    )
+
+
+def _time(fn: Any, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def bench_projection(cfg: BenchConfig) -> dict[str, Any]:
+    """Median seconds of forward+backward at ``cfg.batch`` for both projections."""
+    env = gym.make("tsg/Screening-v0", instance_seed=0)
+    polys = env.unwrapped.polytopes
+    rng = np.random.default_rng(cfg.seed)
+    cats = torch.tensor(rng.integers(0, polys.n_categories, cfg.batch))
+    logits = torch.tensor(rng.normal(size=(cfg.batch, polys.centers.shape[1])) * 3.0)
+    alpha = AlphaProjection.from_env(env)
+
+    def run(layer: Any) -> None:
+        x = logits.clone().requires_grad_(True)
+        y = layer(torch.softmax(x, -1), cat_B=cats)
+        y.sum().backward()
+
+    out: dict[str, Any] = {
+        "batch": cfg.batch,
+        "alpha_s": _time(lambda: run(alpha), cfg.alpha_repeats),
+    }
+    try:
+        from baselines.projection import L2Projection
+
+        l2 = L2Projection.from_env(env)
+    except ImportError as err:
+        out["l2_s"] = None
+        out["l2_error"] = str(err)
+        return out
+    out["l2_s"] = _time(lambda: run(l2), cfg.l2_repeats)
+    out["speedup"] = out["l2_s"] / out["alpha_s"]
+    return out
+
+
+def bench_training(cfg: BenchConfig) -> list[dict[str, Any]]:
+    """Seconds of α-DDPG training to ``cfg.grad_steps`` gradient steps, per flight count."""
+    rows = []
+    defaults = AlphaDDPGConfig(**cfg.hparams)
+    for k in cfg.flights:
+        t = time.perf_counter()
+        env = gym.make("tsg/Screening-v0", instance_seed=0, n_flights=k)
+        setup = time.perf_counter() - t
+        u = env.unwrapped
+        tmp = Path(tempfile.mkdtemp(prefix="tsg-bench-"))
+        hp = {
+            **cfg.hparams,
+            "warmup_steps": defaults.batch_size,
+            "eval_every": 0,
+            "checkpoint_every": 10**9,
+            "threads": cfg.threads,
+        }
+        run = RunConfig(
+            algo="alpha-ddpg",
+            steps=defaults.batch_size + cfg.grad_steps,
+            seed=cfg.seed,
+            out=tmp,
+            env_kwargs={"n_flights": k},
+            hparams=hp,
+            progress=False,
+        )
+        t = time.perf_counter()
+        train_alpha_ddpg(run)
+        train_s = time.perf_counter() - t
+        shutil.rmtree(tmp, ignore_errors=True)
+        rows.append(
+            {
+                "flights": k,
+                "passengers": int(u.game.n_passengers),
+                "categories": int(u.game.n_categories),
+                "obs_dim": int(env.observation_space.shape[0]),
+                "env_setup_s": setup,
+                "train_s": train_s,
+            }
+        )
+        print(
+            f"  {k} flights: setup {setup:.1f} s, {cfg.grad_steps} grad steps {train_s:.1f} s",
+            flush=True,
+        )
+    return rows
+
+
+def _fit(rows: list[dict[str, Any]]) -> tuple[float, float] | None:
+    if len(rows) < 2:
+        return None
+    x = np.log([r["flights"] for r in rows])
+    y = np.log([r["train_s"] for r in rows])
+    k, c = np.polyfit(x, y, 1)
+    return float(k), float(np.exp(c))
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """CLI entry point; returns the measurements."""
+    p = argparse.ArgumentParser(
+        prog="python -m baselines.bench", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--quick", action="store_true", help="smoke test: tiny sizes, seconds")
+    p.add_argument("--skip-training", action="store_true", help="projection benchmark only")
+    p.add_argument(
+        "--flights", type=int, nargs="+", help="flight counts (default 10 20 50 100 300)"
+    )
+    p.add_argument("--grad-steps", type=int, help="gradient steps per size (default 10000)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--json", type=Path, help="also write the results here")
+    args = p.parse_args(argv)
+    cfg = BenchConfig(threads=args.threads)
+    if args.quick:
+        cfg = BenchConfig(
+            alpha_repeats=20,
+            l2_repeats=1,
+            flights=(10, 20),
+            grad_steps=200,
+            threads=args.threads,
+            hparams={"hidden_sizes": (64, 64)},
+        )
+    if args.flights:
+        cfg.flights = tuple(args.flights)
+    if args.grad_steps:
+        cfg.grad_steps = args.grad_steps
+    torch.set_num_threads(cfg.threads)
+    result: dict[str, Any] = {
+        "machine": machine(),
+        "config": {
+            "batch": cfg.batch,
+            "grad_steps": cfg.grad_steps,
+            "flights": list(cfg.flights),
+            "quick": bool(args.quick),
+        },
+    }
+    print(f"machine: {result['machine']}", flush=True)
+    proj = bench_projection(cfg)
+    result["projection"] = proj
+    print(f"\n| projection (batch {cfg.batch}, forward+backward) | median time | speed-up |")
+    print("|---|---|---|")
+    print(f"| α-projection (torch) | {proj['alpha_s'] * 1e3:.3f} ms | 1x |")
+    if proj.get("l2_s") is not None:
+        print(
+            f"| L2 projection (cvxpylayers) | {proj['l2_s'] * 1e3:.0f} ms | "
+            f"α is {proj['speedup']:.0f}x faster |"
+        )
+    else:
+        print(f"| L2 projection (cvxpylayers) | not installed | {proj.get('l2_error', '')} |")
+    if not args.skip_training:
+        print(f"\ntraining α-DDPG for {cfg.grad_steps} gradient steps:", flush=True)
+        rows = bench_training(cfg)
+        result["training"] = rows
+        fit = _fit(rows)
+        result["fit"] = None if fit is None else {"exponent": fit[0], "coefficient": fit[1]}
+        print(f"\n| flights | passengers/day | obs dim | env setup | {cfg.grad_steps} grad steps |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r['flights']} | {r['passengers']} | {r['obs_dim']} | "
+                f"{r['env_setup_s']:.1f} s | {r['train_s']:.1f} s |"
+            )
+        if fit is not None:
+            print(f"\nfit: time ≈ {fit[1]:.2f} s · flights^{fit[0]:.2f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()

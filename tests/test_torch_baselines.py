@@ -1,0 +1,169 @@
+"""Tests of the torch baselines: feasibility fuzzing, tiny smoke trainings, checkpoints."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("tianshou")
+
+import tsg_envs  # noqa: E402,F401
+from baselines._torch_common import latest_checkpoint, load_checkpoint  # noqa: E402
+from baselines.alpha_ddpg import (  # noqa: E402
+    AlphaDDPGConfig,
+    build,
+    explore_fn,
+    feasible_warmup,
+)
+from baselines.alpha_td3 import AlphaTD3Config  # noqa: E402
+from baselines.api import RunConfig, get_method  # noqa: E402
+from tsg_envs.polytope import FEASIBILITY_TOL, violation  # noqa: E402
+from tsg_envs.rollout import CentreAgent, rollout  # noqa: E402
+
+HAS_CVXPYLAYERS = importlib.util.find_spec("cvxpylayers") is not None
+TINY = {"hidden_sizes": [16, 16], "eval_every": 0, "threads": 1}
+
+
+@pytest.fixture(scope="module")
+def env() -> gym.Env:
+    return gym.make("tsg/Screening-v0", instance_seed=0)
+
+
+def _random_obs(env: gym.Env, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Observations with random categories and queue features up to an hour."""
+    lay = env.unwrapped.obs_layout
+    obs = np.zeros((n, env.observation_space.shape[0]), dtype=np.float32)
+    cats = rng.integers(0, env.unwrapped.game.n_categories, n)
+    obs[np.arange(n), lay["category"].start + cats] = 1.0
+    obs[:, lay["backlog"]] = rng.exponential(10.0, size=(n, lay["backlog"].stop - 50))
+    obs[:, lay["waits"]] = rng.exponential(10.0, size=(n, lay["waits"].stop - lay["waits"].start))
+    obs[:, lay["history"]] = rng.uniform(0, 1.2, size=(n, lay["history"].stop - 65))
+    obs[:, lay["clock"]] = rng.uniform(0, 1, size=(n, 1))
+    return obs
+
+
+def _assert_feasible(env: gym.Env, obs: np.ndarray, actions: np.ndarray) -> None:
+    polys = env.unwrapped.polytopes
+    cats = obs[:, env.unwrapped.obs_layout["category"]].argmax(-1)
+    v = violation(np.asarray(actions, dtype=np.float64), polys.A_ub[cats], polys.b_ub[cats])
+    assert v.max() <= FEASIBILITY_TOL, f"max violation {v.max():.3g}"
+
+
+def test_alpha_actor_fuzz_explore_greedy_target_and_warmup(env: gym.Env) -> None:
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    algorithm, actor = build(env, AlphaDDPGConfig(hidden_sizes=(32, 32)))
+    # make the untrained actor's logits extreme, as a badly trained one's can be
+    with torch.no_grad():
+        actor.net[-1].weight.mul_(50.0)
+    obs = _random_obs(env, rng, 200)
+    for sigma in (0.0, 0.3, 3.0):
+        explore = explore_fn(actor, sigma)
+        acts = np.stack([explore(o, rng) for o in obs])
+        _assert_feasible(env, obs, acts)
+    # the batched float32 forward (what the critic and Tianshou's target actor see)
+    with torch.no_grad():
+        y = actor(torch.tensor(obs))[0]
+    assert y.dtype == torch.float32
+    _assert_feasible(env, obs, y.numpy())
+    # warm-up sampler
+    warm = feasible_warmup(env)
+    cats = obs[:, env.unwrapped.obs_layout["category"]].argmax(-1)
+    acts = np.stack([warm(o, {"category": int(c)}, rng) for o, c in zip(obs, cats, strict=True)])
+    _assert_feasible(env, obs, acts)
+
+
+def test_td3_target_smoothing_is_reprojected(env: gym.Env) -> None:
+    from tianshou.data import Batch
+
+    torch.manual_seed(1)
+    cfg = AlphaTD3Config(hidden_sizes=(32, 32), policy_noise=2.0, noise_clip=0.0)
+    algorithm, _ = build(
+        env, cfg, td3={"policy_noise": 2.0, "noise_clip": 0.0, "update_actor_freq": 2}
+    )
+    obs = _random_obs(env, np.random.default_rng(1), 500)
+    with torch.no_grad():
+        act = algorithm._target_q_compute_action(Batch(obs=obs, info={})).act
+    _assert_feasible(env, obs, act.numpy())
+    # the noise did move the target actions off the greedy ones
+    with torch.no_grad():
+        greedy = algorithm.policy.actor(torch.tensor(obs))[0]
+    assert (act - greedy).abs().max().item() > 0.05
+
+
+def _run(tmp_path: Path, algo: str, steps: int, **hp: object) -> RunConfig:
+    return RunConfig(
+        algo=algo, steps=steps, seed=3, out=tmp_path / algo, progress=False, hparams={**TINY, **hp}
+    )
+
+
+SMOKE = {
+    "alpha-ddpg": dict(warmup_steps=100, batch_size=32),
+    "alpha-td3": dict(warmup_steps=100, batch_size=32),
+    "penalty-ddpg": dict(warmup_steps=100, batch_size=32),
+    "sac": dict(warmup_steps=100, batch_size=32),
+    "ppo": dict(n_steps=128, batch_size=64, repeat=1),
+}
+
+
+@pytest.mark.parametrize("algo", list(SMOKE))
+def test_smoke_train_and_load(tmp_path: Path, env: gym.Env, algo: str) -> None:
+    run = _run(tmp_path, algo, 250, **SMOKE[algo])
+    agent = get_method(algo).train(run)
+    ckpt = latest_checkpoint(run.out)
+    assert ckpt is not None and load_checkpoint(ckpt)["step"] == 250
+    assert (run.out / "curve.csv").exists()
+    loaded = get_method(algo).load(ckpt, env)
+    obs = _random_obs(env, np.random.default_rng(5), 50)
+    a1 = np.stack([agent.act(o, {}) for o in obs])
+    a2 = np.stack([loaded.act(o, {}) for o in obs])
+    np.testing.assert_array_equal(a1, a2)
+    if algo != "penalty-ddpg":
+        _assert_feasible(env, obs, a1)
+    assert np.allclose(a1.sum(-1), 1.0, atol=1e-6) and a1.min() >= 0
+
+
+@pytest.mark.skipif(not HAS_CVXPYLAYERS, reason="needs the l2 extra (cvxpylayers)")
+def test_smoke_l2_ddpg(tmp_path: Path, env: gym.Env) -> None:
+    run = _run(tmp_path, "l2-ddpg", 120, warmup_steps=100, batch_size=4, updates_per_step=0.25)
+    agent = get_method("l2-ddpg").train(run)
+    obs = _random_obs(env, np.random.default_rng(6), 8)
+    _assert_feasible(env, obs, np.stack([agent.act(o, {}) for o in obs]))
+
+
+def test_resume_is_exact_and_deterministic(tmp_path: Path) -> None:
+    hp = dict(warmup_steps=300, batch_size=32, checkpoint_every=500, save_buffer=True)
+    # one run of two days (checkpoints after day 1 at step 937 and at the end)
+    full = _run(tmp_path / "full", "alpha-ddpg", 1000, **hp)
+    get_method("alpha-ddpg").train(full)
+    # the same run stopped after day 1, then resumed to 1000 steps
+    part = _run(tmp_path / "part", "alpha-ddpg", 937, **hp)
+    get_method("alpha-ddpg").train(part)
+    part.steps = 1000
+    get_method("alpha-ddpg").train(part)
+    a = load_checkpoint(latest_checkpoint(full.out))["algorithm"]
+    b = load_checkpoint(latest_checkpoint(part.out))["algorithm"]
+    keys = [k for k in a if k != "_optimizers"]
+    assert keys and all(torch.equal(a[k], b[k]) for k in keys)
+
+
+@pytest.mark.slow
+def test_alpha_ddpg_beats_the_centre_policy(tmp_path: Path, env: gym.Env) -> None:
+    run = RunConfig(
+        algo="alpha-ddpg",
+        steps=10_000,
+        seed=0,
+        out=tmp_path / "a",
+        progress=False,
+        hparams={"eval_every": 0},
+    )
+    agent = get_method("alpha-ddpg").train(run)
+    seeds = [2**31 + i for i in range(3)]
+    learned = np.mean([rollout(env, agent, seed=s).mean_wait for s in seeds])
+    centre = np.mean([rollout(env, CentreAgent(env), seed=s).mean_wait for s in seeds])
+    assert learned < centre
