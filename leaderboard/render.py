@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,8 @@ COLUMNS: tuple[tuple[str, str, bool | None], ...] = (
     ("mean_wait", "mean wait, min (IQM)", False),
     ("p95_wait", "p95 wait (IQM)", False),
     ("max_wait", "max wait", False),
-    ("violations", "proposed violations", False),
-    ("risk_over_bound", "worst-case risk / bound", False),
+    ("violations", "violations", False),
+    ("risk_over_bound", "risk / bound", False),
     ("episodes", "episodes", None),
 )
 
@@ -221,6 +222,13 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return out
 
 
+def _tick_label(t: float, lo: float, hi: float) -> str:
+    """``t`` with enough decimals to tell neighbouring ticks of [lo, hi] apart."""
+    step = (hi - lo) / 5 if hi > lo else 1.0
+    digits = max(0, 1 - math.floor(math.log10(step)))
+    return f"{t:.{digits}f}"
+
+
 def _svg_plot(rows: list[dict[str, Any]], suite: str) -> str:
     """Mean wait (IQM, with its interval) against mean worst-case risk, one point per agent."""
     pts = [r for r in rows if r.get("mean_wait") is not None and r.get("risk") is not None]
@@ -230,7 +238,7 @@ def _svg_plot(rows: list[dict[str, Any]], suite: str) -> str:
     xs = [r["risk"] for r in pts] + [r["bound"] for r in pts]
     ys = [r["mean_wait_low"] for r in pts] + [r["mean_wait_high"] for r in pts]
     x0, x1 = min(xs), max(xs)
-    pad = (x1 - x0) * 0.08 or abs(x0) * 0.02 or 1.0
+    pad = max((x1 - x0) * 0.08, abs(x1) * 0.01) or 1.0  # at least 1% of the scale
     x0, x1 = x0 - pad, x1 + pad
     y0, y1 = 0.0, max(ys) * 1.1 or 1.0
 
@@ -250,12 +258,14 @@ def _svg_plot(rows: list[dict[str, Any]], suite: str) -> str:
         out.append(
             f'<line x1="{sx(t):.1f}" y1="{h - mb}" x2="{sx(t):.1f}" y2="{h - mb + 5}" '
             'stroke="#333"/>'
-            f'<text x="{sx(t):.1f}" y="{h - mb + 18}" text-anchor="middle">{t:g}</text>'
+            f'<text x="{sx(t):.1f}" y="{h - mb + 18}" text-anchor="middle">'
+            f"{_tick_label(t, x0, x1)}</text>"
         )
     for t in _ticks(y0, y1):
         out.append(
             f'<line x1="{ml - 5}" y1="{sy(t):.1f}" x2="{ml}" y2="{sy(t):.1f}" stroke="#333"/>'
-            f'<text x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">{t:g}</text>'
+            f'<text x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">'
+            f"{_tick_label(t, y0, y1)}</text>"
         )
     out.append(
         f'<text x="{(ml + w - mr) / 2}" y="{h - 10}" text-anchor="middle">worst-case risk '
@@ -267,7 +277,8 @@ def _svg_plot(rows: list[dict[str, Any]], suite: str) -> str:
     out.append(
         f'<line x1="{sx(bound):.1f}" y1="{mt}" x2="{sx(bound):.1f}" y2="{h - mb}" '
         'stroke="#c00" stroke-dasharray="5 4"/>'
-        f'<text x="{sx(bound) + 4:.1f}" y="{mt + 14}" fill="#c00">bound Σψ</text>'
+        f'<text x="{sx(bound) - 4:.1f}" y="{h - mb - 6}" fill="#c00" text-anchor="end">'
+        "bound Σψ</text>"
     )
     colors = {"hard": "#1f77b4", "open": "#ff7f0e"}
     for r in pts:
@@ -298,7 +309,8 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem 
 max-width:1200px;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
 th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:right;white-space:nowrap}
-td.agent,td.track,td.reason{text-align:left}td.reason{white-space:normal}
+td.agent,td.track,td.reason{text-align:left}td.reason{white-space:normal;max-width:60rem}
+.scroll{overflow-x:auto}
 th{background:#f3f3f3;cursor:pointer;user-select:none}
 th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}
 tr.track-open td.track{color:#b35900}tr.track-failed td{color:#a00}
@@ -323,8 +335,6 @@ _JS = r"""
       const s = document.createElement('span'); s.innerHTML = ci(r, key, 2); return s; }
     if (key === 'risk_over_bound') return document.createTextNode(fmt(r[key], 4));
     if (key === 'p95_wait' || key === 'max_wait') return document.createTextNode(fmt(r[key], 1));
-    if (key === 'track' && r.track === 'failed')
-      return document.createTextNode('failed: ' + (r.error || ''));
     return document.createTextNode(fmt(r[key], 2));
   }
   function compare(key, dir){
@@ -362,8 +372,13 @@ _JS = r"""
         tr.className = 'track-' + r.track; tr.dataset.agent = r.agent; tr.dataset.track = r.track;
         const rank = tr.insertCell(); rank.textContent = String(i + 1);
         for (const c of cols) {
-          const td = tr.insertCell(); td.className = c[0]; td.appendChild(cell(r, c[0]));
-          if (r.track === 'failed' && c[0] === 'track') { td.className = 'reason'; }
+          const td = tr.insertCell(); td.className = c[0];
+          if (r.track === 'failed' && c[0] === 'track') {
+            td.className = 'reason'; td.colSpan = cols.length - 1;
+            td.textContent = 'failed: ' + (r.error || '');
+            break;
+          }
+          td.appendChild(cell(r, c[0]));
         }
       });
       for (const th of hr.cells) {
@@ -392,6 +407,13 @@ _JS = r"""
 """
 
 
+def _md_inline(text: str) -> str:
+    """Escape ``text`` and turn its ``**bold**`` and backtick spans into HTML."""
+    out = html.escape(text.replace("\n", " "))
+    out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
+
+
 def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard") -> str:
     """The static page: embedded rows, sortable tables (JavaScript) and an SVG plot per suite."""
     from leaderboard.suites import SUITES
@@ -411,7 +433,7 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
         "<h1>tsg-envs leaderboard</h1>",
         f"<p>Generated by <code>python -m leaderboard render</code> from {len(docs)} results "
         f"in <code>{html.escape(source)}/</code>. Click a column header to sort.</p>",
-        f'<p class="notes">{html.escape(_MD_INTRO.replace(chr(10), " "))}</p>',
+        f'<p class="notes">{_md_inline(_MD_INTRO)}</p>',
         "<noscript><p>The tables need JavaScript; LEADERBOARD.md holds the same rows.</p>"
         "</noscript>",
     ]
@@ -420,7 +442,7 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
         parts += [
             f'<section id="suite-{html.escape(name)}"><h2>Suite {html.escape(name)}</h2>',
             f"<p>{html.escape(desc)}</p>" if desc else "",
-            f'<div id="table-{html.escape(name)}"></div>',
+            f'<div class="scroll" id="table-{html.escape(name)}"></div>',
             "<h3>Mean wait against worst-case risk</h3>",
             _svg_plot(rows, name),
         ]

@@ -1,0 +1,134 @@
+"""Leaderboard rendering: LEADERBOARD.md and the static page hold every result.
+
+The page test opens the HTML in headless Chromium (Debian's ``chromium`` package; ``.ci/run``
+installs it) and reads the DOM after the page's script built and sorted the tables. Without
+Chromium it skips and says how to get it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from leaderboard.__main__ import main
+from leaderboard.evaluate import evaluate_submission
+from leaderboard.render import collect_results, render, render_markdown
+from leaderboard.schema import SchemaError, save_result
+from leaderboard.submission import SubmissionSpec
+from leaderboard.suites import EVAL_SEED_BASE, Suite
+
+REPO = Path(__file__).resolve().parent.parent
+
+TINY = Suite(
+    name="tiny",
+    description="test suite",
+    env_ids=("tsg/Screening-Window-5F-v0",),
+    instance_seeds=(0,),
+    arrival_seeds=(EVAL_SEED_BASE,),
+    risk_max_states=3,
+    train_steps=10,
+)
+
+ONEHOT = """
+import numpy as np
+NAME = "onehot <&> \\"quoted\\""
+class A:
+    def act(self, obs, info):
+        a = np.zeros(10); a[0] = 1.0; return a
+def make_agent(env):
+    return A()
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four results on the tiny suite: two hard-track, one open-track, one failed."""
+    out = tmp_path_factory.mktemp("results")
+    subs = tmp_path_factory.mktemp("subs")
+    (subs / "onehot.py").write_text(ONEHOT)
+    (subs / "broken.py").write_text("import no_such_module_xyz\n")
+    specs = [
+        SubmissionSpec(str(REPO / "examples" / "submission_centre.py")),
+        SubmissionSpec(str(REPO / "examples" / "submission_greedy.py")),
+        SubmissionSpec(str(subs / "onehot.py")),
+        SubmissionSpec(str(subs / "broken.py")),
+    ]
+    for spec in specs:
+        save_result(evaluate_submission(spec, TINY, progress=False, reps=100), out)
+    return out
+
+
+def expected_rows(results: Path) -> dict[str, dict]:
+    return {d["submission"]["name"]: d for d in collect_results(results)}
+
+
+def test_render_contains_every_result(results: Path, tmp_path: Path) -> None:
+    docs = expected_rows(results)
+    assert len(docs) == 4
+    md_path, html_path, n = render(results, tmp_path / "LB.md", tmp_path / "page.html")
+    assert n == 4
+    md = md_path.read_text()
+    page = html_path.read_text()
+    for name, doc in docs.items():
+        assert name.replace("|", "\\|") in md
+        if doc["status"] == "failed":
+            assert doc["error"] in md
+    assert "### Hard track" in md and "### Open track" in md and "### Failed submissions" in md
+    # ranks: the hard track is ordered by the IQM ratio vs LP, highest first
+    hard = [d for d in docs.values() if d["track"] == "hard"]
+    order = sorted(hard, key=lambda d: -d["aggregate"]["ratio_vs_lp"]["iqm"])
+    positions = [md.index(f"`{d['submission']['name']}`") for d in order]
+    assert positions == sorted(positions)
+    # the page embeds every row (escaped) and plots every completed one
+    blob = re.search(r'<script id="lb-data" type="application/json">(.*?)</script>', page, re.S)
+    data = json.loads(blob.group(1).replace("<\\/", "</"))
+    assert {r["agent"] for s in data["suites"] for r in s["rows"]} == set(docs)
+    assert page.count('<g class="point"') == 3
+    assert "<&>" not in page.split('<script id="lb-data"')[0]  # escaped outside the JSON
+
+
+def test_render_refuses_an_invalid_result(results: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    shutil.copytree(results, bad)
+    (bad / "zz--tiny.json").write_text(json.dumps({"schema_version": 1}))
+    with pytest.raises(SchemaError, match="zz--tiny.json"):
+        render(bad, tmp_path / "LB.md", tmp_path / "page.html")
+    assert main(["render", "--results", str(bad), "--markdown", str(tmp_path / "x.md")]) == 2
+
+
+def test_markdown_of_no_results_is_still_a_page() -> None:
+    assert render_markdown([]).startswith("# Leaderboard")
+
+
+def test_page_in_headless_chromium(results: Path, tmp_path: Path) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip(
+            "headless Chromium not found: install Debian's chromium package "
+            "(sudo apt-get install chromium) to run the leaderboard page test; .ci/run does"
+        )
+    _, page, _ = render(results, tmp_path / "LB.md", tmp_path / "page.html")
+    url = page.resolve().as_uri() + "#sort=mean_wait:asc"
+    proc = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    dom = proc.stdout
+    assert 'data-rendered="true"' in dom, proc.stderr[-2000:]
+    rows = re.findall(r'<tr class="track-(\w+)" data-agent="([^"]*)" data-track="\w+">', dom)
+    docs = expected_rows(results)
+    unescape = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&amp;": "&"}
+    names = [re.sub("&(lt|gt|quot|amp);", lambda m: unescape[m.group(0)], n) for _, n in rows]
+    assert sorted(names) == sorted(docs)  # every result row is on the page
+    # sorted by mean wait ascending (from the URL), the failed row (no wait) last
+    waits = [docs[n]["aggregate"]["mean_wait"]["iqm"] for n in names[:-1]]
+    assert waits == sorted(waits)
+    assert rows[-1][0] == "failed"
+    assert "no_such_module_xyz" in dom
