@@ -460,7 +460,8 @@ def _flights_of(env_id: str) -> int | None:
 def _read_curves(dirs: tuple[str, ...]) -> list[dict[str, Any]]:
     rows = []
     for d in dirs:
-        for base in sorted(Path().glob(d + "*")):
+        pattern = Path(d)
+        for base in sorted(pattern.parent.glob(pattern.name + "*")):
             for path in sorted(base.rglob("*.csv")) if base.is_dir() else [base]:
                 try:
                     with path.open() as f:

@@ -1,0 +1,115 @@
+"""``python -m leaderboard paper``: the four figures, their CSVs and the summary."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from leaderboard.__main__ import main
+from leaderboard.paper import PaperConfig, run_paper
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FIGURES = (
+    "fig1_ratio_vs_flights.png",
+    "fig2_wait_vs_risk.png",
+    "fig3_training.png",
+    "fig4_ratio_vs_sigma.png",
+)
+
+
+def read(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def write_curve(path: Path, env_id: str, steps: list[int], walls: list[float]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(
+            ["method", "env_id", "instance_seed", "seed", "step", "wall_s", "eval_mean_wait"]
+        )
+        for s, t in zip(steps, walls, strict=True):
+            w.writerow(["alpha-ddpg", env_id, 0, 0, s, t, 10.0 - s / 10_000])
+
+
+def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
+    curves = tmp_path / "curves"
+    # wall time at 10,000 steps by linear interpolation: 10F: halfway between 50 s at 5,000
+    # and 150 s at 15,000 -> 100 s; 20F: 0 s at 0 and 400 s at 20,000 -> 200 s
+    write_curve(
+        curves / "a" / "curve.csv",
+        "tsg/Screening-Window-10F-v0",
+        [0, 5000, 15000],
+        [0.0, 50.0, 150.0],
+    )
+    write_curve(curves / "b" / "curve.csv", "tsg/Screening-Window-20F-v0", [0, 20000], [0.0, 400.0])
+    # a run that never reached 10,000 steps is drawn but not timed
+    write_curve(curves / "c" / "curve.csv", "tsg/Screening-Window-5F-v0", [0, 2000], [0.0, 9.0])
+    cfg = PaperConfig(
+        instances=(0,),
+        days=1,
+        flights=(5,),
+        risk_scales=(1.01, 2.0),
+        risk_flights=5,
+        sigmas=(15.0, 45.0),
+        sigma_flights=5,
+        curve_dirs=(str(curves),),
+        quick=True,
+    )
+    out = tmp_path / "paper"
+    written = run_paper(cfg, out, progress=False)
+    for name in FIGURES:
+        assert (out / name).read_bytes()[:8] == PNG_MAGIC
+        assert out / name in written
+    fig1 = read(out / "fig1_ratio_vs_flights.csv")
+    assert {r["agent"] for r in fig1} == {"lp", "slack-lp", "myopic", "slack-guided"}
+    lp = [r for r in fig1 if r["agent"] == "lp"]
+    assert float(lp[0]["mean"]) == 1.0  # the LP against itself
+    episodes = read(out / "fig1_ratio_vs_flights_episodes.csv")
+    for r in episodes:
+        assert float(r["ratio_vs_lp"]) == pytest.approx(
+            float(r["lp_mean_wait"]) / float(r["mean_wait"]), rel=1e-12
+        )
+    fig2 = read(out / "fig2_wait_vs_risk_episodes.csv")
+    for r in fig2:
+        if float(r["x"]) == 1.01:
+            assert float(r["fraction_of_base"]) == 1.0
+    # the LP's policy ignores psi: the same wait at every allowance
+    lp_waits = {r["mean_wait"] for r in fig2 if r["agent"] == "lp"}
+    assert len(lp_waits) == 1
+    fig3 = read(out / "fig3_training.csv")
+    timed = {int(r["flights"]): float(r["seconds_to_10k_steps"]) for r in fig3}
+    assert timed == {10: 100.0, 20: 200.0}
+    fig4 = read(out / "fig4_ratio_vs_sigma.csv")
+    assert sorted({float(r["x"]) for r in fig4}) == [0.5, 1.5]  # 2 sigma in hours
+    summary = (out / "summary.md").read_text()
+    assert "1.25 average, 2.0 best" in summary
+    assert "Runtime of the full protocol" in summary and " h (one process)" in summary
+
+
+def test_training_figure_says_missing_without_logs(tmp_path: Path) -> None:
+    cfg = PaperConfig(
+        instances=(0,),
+        days=1,
+        flights=(5,),
+        risk_scales=(1.01,),
+        risk_flights=5,
+        sigmas=(45.0,),
+        sigma_flights=5,
+        agents=(),
+        curve_dirs=(str(tmp_path / "none"),),
+    )
+    run_paper(cfg, tmp_path / "out", progress=False)
+    (row,) = read(tmp_path / "out" / "fig3_training.csv")
+    assert row["status"] == "missing"
+    assert (tmp_path / "out" / "fig3_training.png").read_bytes()[:8] == PNG_MAGIC
+
+
+@pytest.mark.slow
+def test_paper_quick_cli(tmp_path: Path) -> None:
+    assert main(["paper", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
+    for name in FIGURES:
+        assert (tmp_path / name).read_bytes()[:8] == PNG_MAGIC
