@@ -107,7 +107,7 @@ def _suites(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for doc in docs:
         groups.setdefault(doc["suite"]["name"], []).append(result_row(doc))
-    order = {"quick": 0, "full": 1, "micro": 2}
+    order = {"quick": 0, "full": 1, "demo": 2, "micro": 3}
     return {
         name: sorted(rows, key=_rank_key)
         for name, rows in sorted(groups.items(), key=lambda kv: (order.get(kv[0], 9), kv[0]))

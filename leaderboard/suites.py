@@ -121,6 +121,18 @@ SUITES: dict[str, Suite] = {
             train_steps=200,
         ),
         Suite(
+            name="demo",
+            description=(
+                "the README's main command: the default environment, 1 instance x 3 days, "
+                "3,000 training steps"
+            ),
+            env_ids=("tsg/Screening-v0",),
+            instance_seeds=(0,),
+            arrival_seeds=_days(3),
+            risk_max_states=50,
+            train_steps=3_000,
+        ),
+        Suite(
             name="quick",
             description=(
                 "default shift and the paper's single window, 10 flights: "
