@@ -73,7 +73,9 @@ class DuelParallelEnv(ParallelEnv):
     ⟨c_a, ξ, h, τ⟩ that the attack-free day would have shown with passenger i + 1 (queues,
     history and clock unchanged, only the category replaced); it cannot tell the attacker from
     any passenger of category c_a. The day gets one more step. These are the states that
-    :func:`tsg_envs.risk.worst_case_risk` probes, so an attacker can realise its best response.
+    :func:`tsg_envs.risk.worst_case_risk` probes (all but the first: nobody can cut in ahead of
+    the day's first passenger; ``min_step=1`` gives exactly the reachable ones), so an attacker
+    can realise its best response.
     With an attacker that never strikes, the defender's trajectory (observations, rewards, infos,
     team draws) is identical to ``ScreeningEnv``'s for the same seed.
 
@@ -144,7 +146,7 @@ class DuelParallelEnv(ParallelEnv):
     Every ``ScreeningEnv`` kwarg (``n_flights``, ``arrival_std``, ``horizon``,
     ``instance_seed``, ``queue_mode``, ``invalid_action``, ``risk_bound``, ``risk_slack``,
     ``lp_window_minutes``, ``schedule``, ``capacity_ratio``, ``violation_penalty``,
-    ``config``) plus ``render_mode`` (``"ansi"`` or None).
+    ``config``, ``game``) plus ``render_mode`` (``"ansi"`` or None).
 
     ```python
     from tsg_envs import duel
