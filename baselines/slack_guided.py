@@ -22,18 +22,24 @@ Default μ = 1 minute, the best of a sweep on ``tsg/Screening-v0`` (instances 0-
 instance (0.1 on instance 1, 1 on instance 0), so a tuned μ per instance would do better.
 
 Ties. Waits tie often (teams sharing the bottleneck resource have equal waits; at the day
-start every wait is 0), and a tied LP's answer would depend on the warm-start basis, i.e. on
-the history of calls, which would give ``act`` a hidden side effect. A tie-break cost ε s_t is
-therefore added, with s_t = Σ_{r∈t} 1/f_r the minutes of capacity team t uses per passenger
-(normalised to mean 1) and ε = 1e-5 minutes: among equally good allocations the one using the
-least capacity is chosen, and the optimum is unique for generic rates, whatever the basis.
+start every wait is 0). A tie-break cost ε s_t is therefore added, with s_t = Σ_{r∈t} 1/f_r the
+minutes of capacity team t uses per passenger (normalised to mean 1) and ε = 1e-5 minutes: among
+equally good allocations the one using the least capacity is chosen.
+
+Purity. ``act`` must be a function of (obs, info) alone (the risk probe calls it on made-up
+states). A warm-started simplex returns, among allocations whose costs differ by less than its
+tolerances (1e-7), whichever its last basis leads to, and its answers differ in the last bits
+with the basis; a day replayed after other calls then drifts (measured: up to 0.13 min on a
+passenger's wait after a near-tie flipped). So by default every solve starts cold
+(``clearSolver``) and without scaling (HiGHS keeps the scaling of a model's first solve, which
+depends on that solve's costs): bit-identical answers for identical inputs whatever came before,
+about 30% slower than warm starts (``warm_start=True`` trades purity for that speed).
 
 Speed. One HiGHS model per category is built once, on the category's first passenger
 (constraints fixed: the risk rows tightened by 1e-9, Σπ = 1, and d ≥ ±(π − π^slack) for the L1
 term, with auxiliary d ≥ 0); per passenger only the cost vector changes (``changeColsCost``),
-plus the 2T row bounds of the L1 term when the window changes, and HiGHS warm-starts from the
-model's last basis. About 0.7 ms per passenger on a 2-core CPU box (default env), most of it
-inside HiGHS's ``run``.
+plus the 2T row bounds of the L1 term when the window changes. About 0.9 ms per passenger on a
+2-core CPU box (default env, cold starts), most of it inside HiGHS's ``run``.
 """
 
 from __future__ import annotations
@@ -91,12 +97,15 @@ class SlackGuidedConfig:
         margin: Every risk row is tightened by this much (row units). [ours]
         window_minutes: Windows of the guiding slack LP; ``"env"`` (default) uses the
             environment's ``lp_window_minutes``. [ours]
+        warm_start: Start each solve from the model's last basis (about 30% faster) instead of
+            cold; ``act`` then depends on the history of calls at near-ties. [ours: False]
     """
 
     mu: float = DEFAULT_MU
     tie_break: float = 1e-5
     margin: float = 1e-9
     window_minutes: float | str | None = "env"
+    warm_start: bool = False
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.mu) and self.mu >= 0):
@@ -112,7 +121,7 @@ def capacity_use(game: Game) -> np.ndarray:
 
 
 class PerPassengerLP:
-    """One warm-started HiGHS model per category: min π·(w + ε s) + μ ‖π − π^slack‖₁.
+    """One HiGHS model per category: min π·(w + ε s) + μ ‖π − π^slack‖₁ over the polytope.
 
     Args:
         game: The instance.
@@ -121,6 +130,7 @@ class PerPassengerLP:
         tie_break: ε.
         guide: The slack LP solution (required when ``mu > 0``).
         margin: Risk-row tightening.
+        warm_start: Reuse the last basis (faster, but history-dependent at near-ties).
     """
 
     def __init__(
@@ -131,12 +141,14 @@ class PerPassengerLP:
         tie_break: float = 1e-5,
         guide: SlackLPSolution | None = None,
         margin: float = 1e-9,
+        warm_start: bool = False,
     ) -> None:
         if mu > 0 and guide is None:
             raise ValueError("mu > 0 needs the slack LP solution as guide")
         self.polytopes = polytopes
         self.mu = float(mu)
         self.guide = guide if mu > 0 else None
+        self.warm_start = bool(warm_start)
         self._t = t = game.n_teams
         m = game.n_methods
         self._bias = tie_break * capacity_use(game)
@@ -173,10 +185,15 @@ class PerPassengerLP:
             a = np.vstack([a_risk, np.ones((1, t))])
             lo = np.concatenate([np.full(m, -np.inf), [1.0]])
             hi = np.concatenate([b_risk, [1.0]])
-        return highs_model(
+        h = highs_model(
             self._cost.copy(), sparse.csc_array(a), lo, hi,
             np.zeros(self._n_col), np.full(self._n_col, np.inf),
         )
+        if not self.warm_start:
+            # HiGHS keeps the scaling of a model's first solve (it depends on that solve's
+            # costs), which would make later answers differ in the last bits with history.
+            h.setOptionValue("simplex_scale_strategy", 0)
+        return h
 
     def solve(self, category: int, waits: np.ndarray, time: float) -> np.ndarray:
         """The optimal allocation for a passenger of ``category`` at ``time`` facing ``waits``.
@@ -204,6 +221,8 @@ class PerPassengerLP:
         cost[:t] = waits
         cost[:t] += self._bias
         h.changeColsCost(self._n_col, self._cols, cost)
+        if not self.warm_start:
+            h.clearSolver()
         h.run()
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # pragma: no cover
             h.clearSolver()  # retry once from scratch before giving up
@@ -226,8 +245,8 @@ class SlackGuidedAgent:
     """Per passenger, the allocation minimising π·w + μ‖π − π^slack_{c,w}‖₁ in the polytope.
 
     ``act`` reads the category and time from ``info`` and the team waits from the observation
-    (``obs[obs_layout["waits"]]``); it is deterministic and free of side effects (the solver's
-    warm-start state does not change the unique optimum).
+    (``obs[obs_layout["waits"]]``); with the default cold starts it is a pure function of
+    (obs, info).
     """
 
     def __init__(
@@ -245,7 +264,8 @@ class SlackGuidedAgent:
         self.guide = guide if config.mu > 0 else None
         self._waits = u.obs_layout["waits"]
         self.lp = PerPassengerLP(
-            u.game, u.polytopes, config.mu, config.tie_break, self.guide, config.margin
+            u.game, u.polytopes, config.mu, config.tie_break, self.guide, config.margin,
+            config.warm_start,
         )
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:

@@ -270,7 +270,7 @@ def test_slack_guided_act_has_no_side_effects(small_env):
     report = worst_case_risk(small_env, agent, seed=8, max_states=20)  # probes every category
     assert report.within_bound
     after = rollout(small_env, agent, seed=7)
-    np.testing.assert_allclose(after.waits, fresh.waits, atol=1e-9)
+    np.testing.assert_array_equal(after.waits, fresh.waits)  # bit-identical: cold starts
 
 
 # --- checkpoints -----------------------------------------------------------------------------
@@ -289,14 +289,22 @@ def test_checkpoint_round_trip(name, tmp_path: Path):
     e = run.make_env()
     loaded = mod.METHOD.load(path, e)
     loaded_dir = mod.METHOD.load(tmp_path, e)  # a directory works too
-    a, b, c = (rollout(e, x, seed=11) for x in (agent, loaded, loaded_dir))
-    np.testing.assert_array_equal(a.waits, b.waits)
-    np.testing.assert_array_equal(a.waits, c.waits)
     # Resume: a second train with the same run reuses the checkpoint untouched.
     mtime = path.stat().st_mtime_ns
     again = mod.METHOD.train(run)
     assert path.stat().st_mtime_ns == mtime
-    np.testing.assert_array_equal(rollout(e, again, seed=11).waits, a.waits)
+    # Identical policy: the same actions at every 10th state of a day (and the same day).
+    obs, info = e.reset(seed=11)
+    done, i = False, 0
+    while not done:
+        a = agent.act(obs, info)
+        if i % 10 == 0:
+            for other in (loaded, loaded_dir, again):
+                np.testing.assert_array_equal(other.act(obs, info), a)
+        obs, _, done, _, info = e.step(a)
+        i += 1
+    np.testing.assert_array_equal(rollout(e, loaded, seed=12).waits,
+                                  rollout(e, agent, seed=12).waits)
     # Another instance is refused.
     with pytest.raises(ValueError, match="instance_seed"):
         mod.METHOD.load(path, gym.make(SMALL_ID, instance_seed=2))
