@@ -100,6 +100,9 @@ class StepResult(NamedTuple):
     team: int
 
 
+_tuple_new = tuple.__new__
+
+
 class ScreeningDay:
     """One day of the queue model, advanced one passenger at a time.
 
@@ -126,6 +129,8 @@ class ScreeningDay:
         # The same indices column by column: w = max over columns of backlog[column] (exact, and
         # a few small numpy calls instead of a fancy index plus an axis reduction).
         self._team_cols = [np.ascontiguousarray(self._team_idx[:, j]) for j in range(width)]
+        self._zeros = np.zeros(game.n_resources)
+        self._drains: list[np.ndarray] = []
         self.arrivals: Arrivals | None = None
         self._n = 0
         self.index = 0
@@ -134,8 +139,13 @@ class ScreeningDay:
 
     def _start(self, queues: np.ndarray) -> None:
         self.queues = queues
-        self.history = np.zeros(self.game.n_categories, dtype=np.int64)
+        self._history = [0] * self.game.n_categories
         self._refresh()
+
+    @property
+    def history(self) -> np.ndarray:
+        """h: passengers of each category screened so far, int (C,) (a fresh array)."""
+        return np.array(self._history, dtype=np.int64)
 
     def _refresh(self) -> None:
         """Recompute ``backlog`` (ξ_r / f_r) and ``team_waits`` (max over members) from queues."""
@@ -158,6 +168,9 @@ class ScreeningDay:
         self._cats = arrivals.categories.tolist()
         self._thetas = arrivals.thetas.tolist()
         self._flights = arrivals.flights.tolist()
+        # Drain between consecutive arrivals, (t_{i+1} - t_i) f_r, one row per gap (the same
+        # products the step would form); rows in a list so that a step indexes without a view.
+        self._drains = list(np.diff(arrivals.times)[:, None] * self._rates)
         self.index = 0
         self.clock = self._times[0]
         self._start(np.zeros(self.game.n_resources))
@@ -210,6 +223,8 @@ class ScreeningDay:
         self._thetas.insert(i, int(theta))
         self._flights.insert(i, int(flight))
         self._n += 1
+        # It arrives at the clock, with the waiting passenger: nothing drains between them.
+        self._drains.insert(i, np.zeros(g.n_resources))
         a = self.arrivals
         self.arrivals = Arrivals(
             times=np.insert(a.times, i, self.clock),
@@ -234,8 +249,9 @@ class ScreeningDay:
         queues_before = self.queues
         waits = self.team_waits
         if self.queue_mode == "expected":
-            wait = float(allocation @ waits)
-            queues = queues_before + allocation @ self._members
+            # ndarray.dot: the same BLAS products as ``@`` without the gufunc overhead.
+            wait = float(allocation.dot(waits))
+            queues = queues_before + allocation.dot(self._members)
             team = -1
         else:
             if rng is None:
@@ -246,13 +262,13 @@ class ScreeningDay:
             wait = float(waits[team])
             queues = queues_before.copy()
             queues[self._member_lists[team]] += 1.0
-        self.history[self._cats[self.index]] += 1
+        self._history[self._cats[self.index]] += 1
         self.index += 1
         if self.index < self._n:
-            t_new = self._times[self.index]
-            queues -= (t_new - self.clock) * self._rates
-            np.maximum(queues, 0.0, out=queues)
-            self.clock = t_new
+            queues -= self._drains[self.index - 1]
+            np.maximum(queues, self._zeros, out=queues)
+            self.clock = self._times[self.index]
         self.queues = queues
         self._refresh()
-        return StepResult(queues=queues_before, waits=waits, wait=wait, team=team)
+        # tuple.__new__ skips the named tuple's Python-level __new__ (same object, less overhead).
+        return _tuple_new(StepResult, (queues_before, waits, wait, team))

@@ -22,7 +22,6 @@ from tsg_envs.polytope import FEASIBILITY_TOL, Polytope, PolytopeSet, alpha_proj
 
 InvalidAction = Literal["project", "raise", "penalize"]
 
-_sum = np.add.reduce  # ndarray.sum without the Python-level wrapper (same result)
 
 __all__ = ["ScreeningEnv", "DEFAULT_RISK_SLACK", "DEFAULT_VIOLATION_PENALTY"]
 
@@ -226,7 +225,7 @@ class ScreeningEnv(gym.Env):
         self._a_risk = np.ascontiguousarray(self.polytopes.A_ub[:, :m, :])
         self._b_risk = np.ascontiguousarray(self.polytopes.b_ub[:, :m])
         self._inv_expected = 1.0 / np.maximum(g.expected_category_counts(), 1e-12)
-        # Per-category views and Python floats for the per-step hot path (same numbers).
+        # Per-category risk rows as a list (no view per step) and Python floats for the hot path.
         self._a_risk_list = list(self._a_risk)
         self._b_risk_list = list(self._b_risk)
         self._inv_expected_list = self._inv_expected.tolist()
@@ -278,14 +277,18 @@ class ScreeningEnv(gym.Env):
         a = np.asarray(action, dtype=np.float64)
         if a.shape != self._action_shape:
             raise ValueError(f"action must have shape {self._action_shape}, got {a.shape}")
-        total = float(_sum(a))
+        # A handful of numbers: Python's builtins are cheaper than numpy reductions here (min and
+        # max are exact in any order; fsum is the correctly rounded sum).
+        p = a.tolist()
+        try:
+            total = math.fsum(p)
+        except (ValueError, OverflowError):  # inf - inf, or overflow
+            total = math.nan
         if not math.isfinite(total):  # any NaN or inf makes the sum non-finite
             raise ValueError(f"action must be finite, got {a}")
         c = day.category
-        excess = self._a_risk_list[c] @ a - self._b_risk_list[c]
-        # max and min are exact whatever the order: Python's builtins on lists are cheaper than
-        # numpy's reductions for a handful of entries.
-        amin = min(a.tolist())
+        excess = self._a_risk_list[c].dot(a) - self._b_risk_list[c]
+        amin = min(p)
         viol = max(0.0, max(excess.tolist()), abs(total - 1.0), -amin)
         penalty = 0.0
         if viol > FEASIBILITY_TOL:
@@ -314,7 +317,7 @@ class ScreeningEnv(gym.Env):
         # The observation changes only where the state did: the history entry of the category
         # just screened is updated here, the rest is written by _write_state().
         h = self._history_start + c
-        self._obs_buf[h] = day.history.item(c) * self._inv_expected_list[c]
+        self._obs_buf[h] = day._history[c] * self._inv_expected_list[c]
         i = day.index
         waiting = i < day._n
         info = {
