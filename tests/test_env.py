@@ -401,3 +401,20 @@ def test_render_modes() -> None:
     env.reset(seed=0, options={"arrivals": arrivals(**HAND_DAY)})
     img = env.render()
     assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+
+
+# Benchmark ------------------------------------------------------------------------------------
+def test_bench_quick_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    from tsg_envs import bench
+
+    assert bench.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "Machine: cpu" in out and "git commit" in out
+    assert "| `tsg/Screening-v0` |" in out and "| `CartPole-v1` |" in out
+    ratio = float(out.split("target >= 0.5) | **")[1].split("**")[0])
+    assert ratio > 0.05  # a sanity bound only: timings on a shared CI box vary
+    lp_rows = [line for line in out.splitlines() if line.startswith("| 10 |")
+               or line.startswith("| 20 |")]
+    assert len(lp_rows) == 2
+    # passengers and categories of the 10- and 20-flight day games (default generator, seed 0)
+    assert lp_rows[0].split("|")[2].strip() == "937" and lp_rows[0].split("|")[3].strip() == "50"

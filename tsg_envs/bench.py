@@ -1,0 +1,326 @@
+"""``python -m tsg_envs.bench``: environment speed against CartPole-v1, and LP solve times.
+
+Two measurements, printed as Markdown tables with the machine they ran on:
+
+1. **Environment steps per second** of an id through ``gym.make`` against ``CartPole-v1`` made
+   the same way (so both carry Gymnasium's default wrappers), in the same process. Both are
+   driven by the same kind of cheap precomputed action source: one array lookup per step (the
+   screening env looks up a feasible allocation of the waiting category, drawn once per category
+   from its polytope; CartPole looks up the next of a precomputed run of random actions).
+   Episode resets count as part of stepping for both. Time is the process's CPU time (robust to
+   other jobs on a shared machine). The two envs alternate in short blocks of equal step counts,
+   so a change in the machine's state hits both alike; the ratio of each block pair is taken and
+   the median over pairs reported (target >= 0.5).
+2. **Window LP solve time** of :func:`tsg_envs.solve_window_lp` (60-minute windows) on
+   ``GameConfig(horizon="day", n_flights=n)`` for several n (target <= 5 s at 300 flights), with
+   the time to build the per-category polytopes (:func:`tsg_envs.build_polytopes`) at the LP's
+   ψ × 1.01. The LP cache is bypassed so every solve is a real one. CPU time is reported (and
+   wall time in parentheses): on a shared machine the wall time includes other jobs' turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import tsg_envs
+from tsg_envs.env import DEFAULT_RISK_SLACK
+from tsg_envs.game import GameConfig, make_game
+from tsg_envs.lp import solve_window_lp
+from tsg_envs.polytope import build_polytopes
+
+__all__ = [
+    "BenchConfig",
+    "SpeedResult",
+    "LPTiming",
+    "machine_info",
+    "compare_env_speed",
+    "lp_timings",
+    "main",
+]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to measure and how long.
+
+    Attributes:
+        env_id: The screening id whose step rate is compared with CartPole's.
+        reference_id: The reference Gymnasium id.
+        block_steps: Steps per timed block (each env, each pair).
+        pairs: Timed block pairs; the median ratio over them is reported.
+        lp_flights: Flight counts of the day-horizon games whose LP is timed.
+        seed: Instance seed of the LP games, and seed of the action sources and days.
+    """
+
+    env_id: str = "tsg/Screening-v0"
+    reference_id: str = "CartPole-v1"
+    block_steps: int = 5000
+    pairs: int = 9
+    lp_flights: tuple[int, ...] = (10, 20, 50, 100, 300)
+    seed: int = 0
+
+
+#: The ``--quick`` configuration (a few seconds; used by the smoke test).
+QUICK = BenchConfig(block_steps=500, pairs=3, lp_flights=(10, 20))
+
+
+@dataclass(frozen=True)
+class SpeedResult:
+    """Steps per second of the screening env and the reference, measured in alternating blocks.
+
+    Attributes:
+        env_id: The screening id.
+        reference_id: The reference id.
+        env_sps: Median steps per second of the screening env over the blocks.
+        reference_sps: Median steps per second of the reference.
+        ratio: Median over block pairs of env / reference steps per second.
+        ratios: Every pair's ratio.
+    """
+
+    env_id: str
+    reference_id: str
+    env_sps: float
+    reference_sps: float
+    ratio: float
+    ratios: tuple[float, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class LPTiming:
+    """One LP timing row.
+
+    Attributes:
+        n_flights: Flights of the day.
+        n_passengers: Passengers of the day.
+        n_categories: Categories |Θ|·|K|.
+        n_windows: 60-minute LP windows.
+        max_stretch: Largest overload stretch λ_w of the day.
+        lp_seconds: CPU time of ``solve_window_lp`` (this process, all threads).
+        polytope_seconds: CPU time of ``build_polytopes`` at ψ^LP × (1 + default slack).
+        lp_wall_seconds: Wall time of ``solve_window_lp``.
+        polytope_wall_seconds: Wall time of ``build_polytopes``.
+    """
+
+    n_flights: int
+    n_passengers: int
+    n_categories: int
+    n_windows: int
+    max_stretch: float
+    lp_seconds: float
+    polytope_seconds: float
+    lp_wall_seconds: float
+    polytope_wall_seconds: float
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _git_commit() -> str:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+            text=True, timeout=5, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "tsg_envs"],
+            cwd=root, capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        return out + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def machine_info() -> dict[str, str]:
+    """CPU model, core count, OS, Python / numpy / gymnasium / tsg-envs versions, git commit."""
+    import highspy  # noqa: F401  (only to report that it imports; HiGHS has no __version__)
+    import scipy
+
+    return {
+        "cpu": _cpu_model(),
+        "cores": str(os.cpu_count()),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "gymnasium": gym.__version__,
+        "tsg-envs": tsg_envs.__version__,
+        "git commit": _git_commit(),
+    }
+
+
+def _timed_block(
+    env: gym.Env, pick: Callable[[int, dict], object], n_steps: int, state: dict
+) -> float:
+    """Step ``env`` ``n_steps`` times (resetting at episode ends); return the CPU seconds taken.
+
+    CPU time of this process, not wall time: on a shared machine the time the process spends
+    descheduled would otherwise land on whichever env happened to be running.
+    """
+    info = state["info"]
+    i = state["i"]
+    step = env.step
+    t0 = time.process_time()
+    for _ in range(n_steps):
+        _, _, terminated, truncated, info = step(pick(i, info))
+        i += 1
+        if terminated or truncated:
+            _, info = env.reset()
+    elapsed = time.process_time() - t0
+    state["info"], state["i"] = info, i
+    return elapsed
+
+
+def compare_env_speed(config: BenchConfig = BenchConfig()) -> SpeedResult:
+    """Steps per second of ``config.env_id`` against ``config.reference_id`` (see module doc)."""
+    rng = np.random.default_rng(config.seed)
+    env = gym.make(config.env_id)
+    ref = gym.make(config.reference_id)
+    polys = env.unwrapped.polytopes
+    table = polys.sample(np.arange(polys.n_categories), rng)  # one feasible action per category
+    ref.action_space.seed(config.seed)
+    ref_actions = [ref.action_space.sample() for _ in range(4096)]
+
+    def pick_env(i: int, info: dict) -> np.ndarray:
+        return table[info["category"]]
+
+    def pick_ref(i: int, info: dict) -> object:
+        return ref_actions[i & 4095]
+
+    states = []
+    for e in (env, ref):
+        _, info = e.reset(seed=config.seed)
+        states.append({"info": info, "i": 0})
+    # Warm-up (first-step checks, caches), not timed.
+    _timed_block(env, pick_env, min(config.block_steps, 500), states[0])
+    _timed_block(ref, pick_ref, min(config.block_steps, 500), states[1])
+    env_sps, ref_sps, ratios = [], [], []
+    for _ in range(config.pairs):
+        a = config.block_steps / _timed_block(env, pick_env, config.block_steps, states[0])
+        b = config.block_steps / _timed_block(ref, pick_ref, config.block_steps, states[1])
+        env_sps.append(a)
+        ref_sps.append(b)
+        ratios.append(a / b)
+    env.close()
+    ref.close()
+    return SpeedResult(
+        env_id=config.env_id,
+        reference_id=config.reference_id,
+        env_sps=float(np.median(env_sps)),
+        reference_sps=float(np.median(ref_sps)),
+        ratio=float(np.median(ratios)),
+        ratios=tuple(float(r) for r in ratios),
+    )
+
+
+def lp_timings(config: BenchConfig = BenchConfig()) -> list[LPTiming]:
+    """Time the day's window LP and the polytope build for each of ``config.lp_flights``."""
+    rows = []
+    for n in config.lp_flights:
+        game = make_game(GameConfig(horizon="day", n_flights=n), config.seed)
+        fresh = dataclasses.replace(game, key=None)  # bypass the LP cache
+        c0, t0 = time.process_time(), time.perf_counter()
+        sol = solve_window_lp(fresh, 60.0)
+        c1, t1 = time.process_time(), time.perf_counter()
+        build_polytopes(game, sol.psi * (1.0 + DEFAULT_RISK_SLACK))
+        c2, t2 = time.process_time(), time.perf_counter()
+        rows.append(
+            LPTiming(
+                n_flights=n,
+                n_passengers=game.n_passengers,
+                n_categories=game.n_categories,
+                n_windows=sol.n_windows,
+                max_stretch=float(sol.stretch.max()),
+                lp_seconds=c1 - c0,
+                polytope_seconds=c2 - c1,
+                lp_wall_seconds=t1 - t0,
+                polytope_wall_seconds=t2 - t1,
+            )
+        )
+    return rows
+
+
+def format_report(
+    info: dict[str, str], speed: SpeedResult | None, lps: list[LPTiming]
+) -> str:
+    """The Markdown report: machine, env speed table, LP timing table."""
+    lines = ["Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), ""]
+    if speed is not None:
+        lines += [
+            "| env (via gym.make) | steps/s (median) |",
+            "|---|---:|",
+            f"| `{speed.env_id}` | {speed.env_sps:,.0f} |",
+            f"| `{speed.reference_id}` | {speed.reference_sps:,.0f} |",
+            f"| ratio (median of {len(speed.ratios)} block pairs; target >= 0.5) "
+            f"| **{speed.ratio:.2f}** |",
+            "",
+            "pair ratios: " + " ".join(f"{r:.2f}" for r in speed.ratios),
+            "",
+        ]
+    if lps:
+        lines += [
+            "| flights (day) | passengers | categories | LP windows | max stretch "
+            "| LP solve, CPU s (wall) | polytopes, CPU s (wall) |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for row in lps:
+            lines.append(
+                f"| {row.n_flights} | {row.n_passengers:,} | {row.n_categories:,} "
+                f"| {row.n_windows} | {row.max_stretch:.3f} "
+                f"| {row.lp_seconds:.2f} ({row.lp_wall_seconds:.2f}) "
+                f"| {row.polytope_seconds:.2f} ({row.polytope_wall_seconds:.2f}) |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m tsg_envs.bench``."""
+    parser = argparse.ArgumentParser(prog="python -m tsg_envs.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="short blocks and small LPs (a few seconds)")
+    parser.add_argument("--env", default=BenchConfig.env_id, help="screening id to time")
+    parser.add_argument("--pairs", type=int, default=None, help="timed block pairs")
+    parser.add_argument("--block-steps", type=int, default=None, help="steps per block")
+    parser.add_argument("--flights", type=int, nargs="*", default=None,
+                        help="flight counts of the LP timings (none: skip them)")
+    parser.add_argument("--skip-speed", action="store_true", help="only the LP timings")
+    args = parser.parse_args(argv)
+    config = QUICK if args.quick else BenchConfig()
+    changes: dict[str, object] = {"env_id": args.env}
+    if args.pairs is not None:
+        changes["pairs"] = args.pairs
+    if args.block_steps is not None:
+        changes["block_steps"] = args.block_steps
+    if args.flights is not None:
+        changes["lp_flights"] = tuple(args.flights)
+    config = dataclasses.replace(config, **changes)
+    info = machine_info()
+    speed = None if args.skip_speed else compare_env_speed(config)
+    lps = lp_timings(config)
+    print(format_report(info, speed, lps))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
