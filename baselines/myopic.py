@@ -4,8 +4,8 @@ The slack-guided LP with μ = 0: each passenger gets the allocation inside its c
 polytope minimising its own expected wait π·w given the teams' current waits, with the same
 tie-break (ε s_t, least capacity use; see :mod:`baselines.slack_guided`). It is greedy: it
 loads whichever resources are idle now, ignoring the passengers that will need them soon. One
-HiGHS model per category, built once; per passenger only the costs change (cold-started by
-default so that ``act`` is a pure function of its inputs).
+HiGHS model per category, built once; per passenger only the costs change (each solve starts
+from the category's canonical basis, so that ``act`` is a pure function of its inputs).
 """
 
 from __future__ import annotations
@@ -35,14 +35,10 @@ class MyopicConfig:
         tie_break: ε, minutes per unit of normalised capacity use added to every team's cost,
             so that tied waits give a unique optimum. [ours]
         margin: Every risk row is tightened by this much (row units). [ours]
-        warm_start: Start each solve from the model's last basis (faster, but ``act`` then
-            depends on the history of calls at near-ties; see :mod:`baselines.slack_guided`).
-            [ours: False]
     """
 
     tie_break: float = 1e-5
     margin: float = 1e-9
-    warm_start: bool = False
 
 
 def make_agent(env: gym.Env, config: MyopicConfig | None = None) -> SlackGuidedAgent:
@@ -50,8 +46,7 @@ def make_agent(env: gym.Env, config: MyopicConfig | None = None) -> SlackGuidedA
     config = config or MyopicConfig()
     return SlackGuidedAgent(
         env,
-        SlackGuidedConfig(mu=0.0, tie_break=config.tie_break, margin=config.margin,
-                          warm_start=config.warm_start),
+        SlackGuidedConfig(mu=0.0, tie_break=config.tie_break, margin=config.margin),
     )
 
 

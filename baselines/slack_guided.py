@@ -27,19 +27,22 @@ minutes of capacity team t uses per passenger (normalised to mean 1) and ε = 1e
 equally good allocations the one using the least capacity is chosen.
 
 Purity. ``act`` must be a function of (obs, info) alone (the risk probe calls it on made-up
-states). A warm-started simplex returns, among allocations whose costs differ by less than its
-tolerances (1e-7), whichever its last basis leads to, and its answers differ in the last bits
-with the basis; a day replayed after other calls then drifts (measured: up to 0.13 min on a
-passenger's wait after a near-tie flipped). So by default every solve starts cold
-(``clearSolver``) and without scaling (HiGHS keeps the scaling of a model's first solve, which
-depends on that solve's costs): bit-identical answers for identical inputs whatever came before,
-about 30% slower than warm starts (``warm_start=True`` trades purity for that speed).
+states). A simplex warm-started from its last basis returns, among allocations whose costs
+differ by less than its tolerances (1e-7), whichever that basis leads to, and its answers differ
+in the last bits with the basis (and with the factorisation and scaling state HiGHS keeps); a
+day replayed after other calls then drifts (measured: up to 0.13 min on a passenger's wait once
+a near-tie flipped). So every solve clears the solver state and warm-starts from the category's
+*canonical basis* (its optimum for zero waits in window 0, computed when the model is built),
+with scaling off (HiGHS keeps the scaling of a model's first solve, which depends on that
+solve's costs): bit-identical answers for identical inputs whatever came before.
 
 Speed. One HiGHS model per category is built once, on the category's first passenger
 (constraints fixed: the risk rows tightened by 1e-9, Σπ = 1, and d ≥ ±(π − π^slack) for the L1
 term, with auxiliary d ≥ 0); per passenger only the cost vector changes (``changeColsCost``),
-plus the 2T row bounds of the L1 term when the window changes. About 0.9 ms per passenger on a
-2-core CPU box (default env, cold starts), most of it inside HiGHS's ``run``.
+plus the 2T row bounds of the L1 term when the window changes, and the solve warm-starts from
+the canonical basis. About 0.9 ms per passenger for slack-guided and 0.8 ms for myopic on a
+2-core CPU box (default env; as fast as warm-starting from the last basis, whereas a cold start
+from scratch costs 1.5 ms), most of it inside HiGHS's ``run``.
 """
 
 from __future__ import annotations
@@ -97,15 +100,12 @@ class SlackGuidedConfig:
         margin: Every risk row is tightened by this much (row units). [ours]
         window_minutes: Windows of the guiding slack LP; ``"env"`` (default) uses the
             environment's ``lp_window_minutes``. [ours]
-        warm_start: Start each solve from the model's last basis (about 30% faster) instead of
-            cold; ``act`` then depends on the history of calls at near-ties. [ours: False]
     """
 
     mu: float = DEFAULT_MU
     tie_break: float = 1e-5
     margin: float = 1e-9
     window_minutes: float | str | None = "env"
-    warm_start: bool = False
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.mu) and self.mu >= 0):
@@ -130,7 +130,6 @@ class PerPassengerLP:
         tie_break: ε.
         guide: The slack LP solution (required when ``mu > 0``).
         margin: Risk-row tightening.
-        warm_start: Reuse the last basis (faster, but history-dependent at near-ties).
     """
 
     def __init__(
@@ -141,14 +140,12 @@ class PerPassengerLP:
         tie_break: float = 1e-5,
         guide: SlackLPSolution | None = None,
         margin: float = 1e-9,
-        warm_start: bool = False,
     ) -> None:
         if mu > 0 and guide is None:
             raise ValueError("mu > 0 needs the slack LP solution as guide")
         self.polytopes = polytopes
         self.mu = float(mu)
         self.guide = guide if mu > 0 else None
-        self.warm_start = bool(warm_start)
         self._t = t = game.n_teams
         m = game.n_methods
         self._bias = tie_break * capacity_use(game)
@@ -162,9 +159,14 @@ class PerPassengerLP:
         # then stays in the window its last passenger arrived in.
         self._models: dict[int, highspy.Highs] = {}
         self._window: dict[int, int] = {}
+        self._basis: dict[int, highspy.HighsBasis] = {}
 
-    def _build(self, c: int, window: int) -> highspy.Highs:
-        """Category ``c``'s model, its L1 rows set for ``window``."""
+    def _build(self, c: int) -> highspy.Highs:
+        """Category ``c``'s model with its L1 rows for window 0, and its canonical basis.
+
+        The canonical basis is the optimum of the model's canonical costs (zero waits) in
+        window 0, so it depends on the category alone, never on the calls before.
+        """
         m, t, polys = self._m, self._t, self.polytopes
         a_risk = polys.A_ub[c, :m]
         b_risk = polys.b_ub[c, :m] - self._margin
@@ -178,21 +180,28 @@ class PerPassengerLP:
                     [eye, eye],  # d + π >= p
                 ]
             )
-            p = self.guide.policy[window, c]
+            p = self.guide.policy[0, c]
             lo = np.concatenate([np.full(m, -np.inf), [1.0], -p, p])
             hi = np.concatenate([b_risk, [1.0], np.full(2 * t, np.inf)])
         else:
             a = np.vstack([a_risk, np.ones((1, t))])
             lo = np.concatenate([np.full(m, -np.inf), [1.0]])
             hi = np.concatenate([b_risk, [1.0]])
+        canonical = np.concatenate([self._bias, np.full(self._n_col - t, self.mu)])
         h = highs_model(
-            self._cost.copy(), sparse.csc_array(a), lo, hi,
+            canonical, sparse.csc_array(a), lo, hi,
             np.zeros(self._n_col), np.full(self._n_col, np.inf),
         )
-        if not self.warm_start:
-            # HiGHS keeps the scaling of a model's first solve (it depends on that solve's
-            # costs), which would make later answers differ in the last bits with history.
-            h.setOptionValue("simplex_scale_strategy", 0)
+        # HiGHS keeps the scaling of a model's first solve; without scaling, a solve started
+        # from a given basis is a function of the model data alone.
+        h.setOptionValue("simplex_scale_strategy", 0)
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # pragma: no cover
+            raise RuntimeError(
+                f"per-passenger LP of category {c}: {h.modelStatusToString(h.getModelStatus())}"
+            )
+        self._basis[c] = h.getBasis()
+        self._window[c] = 0
         return h
 
     def solve(self, category: int, waits: np.ndarray, time: float) -> np.ndarray:
@@ -207,22 +216,22 @@ class PerPassengerLP:
             π, (T,), inside the category's polytope.
         """
         t = self._t
-        w = 0 if self.guide is None else int(self.guide.window_of(time))
         h = self._models.get(category)
         if h is None:
-            h = self._models[category] = self._build(category, w)
-            self._window[category] = w
-        elif w != self._window[category]:
-            p = self.guide.policy[w, category]
-            inf = np.full(2 * t, highspy.kHighsInf)
-            h.changeRowsBounds(2 * t, self._l1_rows, np.concatenate([-p, p]), inf)
-            self._window[category] = w
+            h = self._models[category] = self._build(category)
+        if self.guide is not None:
+            w = int(self.guide.window_of(time))
+            if w != self._window[category]:
+                p = self.guide.policy[w, category]
+                inf = np.full(2 * t, highspy.kHighsInf)
+                h.changeRowsBounds(2 * t, self._l1_rows, np.concatenate([-p, p]), inf)
+                self._window[category] = w
         cost = self._cost
         cost[:t] = waits
         cost[:t] += self._bias
         h.changeColsCost(self._n_col, self._cols, cost)
-        if not self.warm_start:
-            h.clearSolver()
+        h.clearSolver()  # forget the last solve, then warm-start from the canonical basis
+        h.setBasis(self._basis[category])
         h.run()
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # pragma: no cover
             h.clearSolver()  # retry once from scratch before giving up
@@ -245,8 +254,8 @@ class SlackGuidedAgent:
     """Per passenger, the allocation minimising π·w + μ‖π − π^slack_{c,w}‖₁ in the polytope.
 
     ``act`` reads the category and time from ``info`` and the team waits from the observation
-    (``obs[obs_layout["waits"]]``); with the default cold starts it is a pure function of
-    (obs, info).
+    (``obs[obs_layout["waits"]]``); with the default canonical-basis starts it is a pure
+    function of (obs, info), bit for bit.
     """
 
     def __init__(
@@ -264,8 +273,7 @@ class SlackGuidedAgent:
         self.guide = guide if config.mu > 0 else None
         self._waits = u.obs_layout["waits"]
         self.lp = PerPassengerLP(
-            u.game, u.polytopes, config.mu, config.tie_break, self.guide, config.margin,
-            config.warm_start,
+            u.game, u.polytopes, config.mu, config.tie_break, self.guide, config.margin
         )
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
