@@ -180,3 +180,35 @@ def test_lp_and_centre_policies_stay_within_the_bound(agent_cls) -> None:
     # Every polytope's worst row binds at ψ for some category (the LP's worst windows, the
     # centre's margin aside): the risk is close to the bound, not trivially below it.
     assert report.risk > 0.9 * report.bound
+
+
+class _WorstTeam:
+    """Proposes, for every category, the team that detects its flight's best method least."""
+
+    def __init__(self, env, project: bool) -> None:
+        u = env.unwrapped
+        self.polys = u.polytopes
+        g = u.game
+        self.weakest = np.argmin(g.team_efficacy, axis=0)  # per method
+        self.best_m = np.argmax(g.attack_loss, axis=1)  # per flight
+        self.k, self.t = g.n_flights, g.n_teams
+        self.project = project
+
+    def act(self, obs, info):
+        c = info["category"]
+        s = np.zeros(self.t)
+        s[self.weakest[self.best_m[c % self.k]]] = 1.0
+        return self.polys.project(s[None], [c])[0] if self.project else s
+
+
+def test_alpha_projected_defender_sits_on_the_bound_and_unprojected_one_leaks() -> None:
+    env = gym.make("tsg/Screening-v0", invalid_action="penalize")
+    # α-projecting the worst team lands on the polytope boundary (shrunk by a relative 1e-6):
+    # every level's risk reaches ψ_θ to within 1e-3 and never exceeds it by more than 1e-6.
+    projected = worst_case_risk(env, _WorstTeam(env, project=True), seed=0, max_states=20)
+    assert projected.within_bound
+    np.testing.assert_allclose(projected.per_theta, projected.risk_bound, rtol=1e-3)
+    # Proposed as is (penalize mode executes it), the same allocation breaks every level's bound.
+    leaky = worst_case_risk(env, _WorstTeam(env, project=False), seed=0, max_states=20)
+    assert not leaky.within_bound
+    assert np.all(leaky.per_theta > leaky.risk_bound + 1e-3) and leaky.excess > 1e-3
