@@ -17,9 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 
-import tsg_envs
 from tsg_envs import Arrivals, Game, GameConfig
 
 
@@ -60,14 +58,3 @@ def arrivals(times: list[float], thetas: list[int], flights: list[int], k: int =
 #: category is P·(1 - 0.5)·L ≤ 0.5·0.5·4 = 1 < 2.
 LOOSE_PSI = np.array([2.0, 2.0])
 
-
-@pytest.fixture
-def tiny() -> Game:
-    """The tiny hand-built game."""
-    return tiny_game()
-
-
-@pytest.fixture(scope="session")
-def registered_ids() -> list[str]:
-    """Every registered id outside the slow tier (ids over 20 flights are slow)."""
-    return [p.id for p in tsg_envs.PRESETS.values() if not p.slow]
