@@ -77,26 +77,32 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from leaderboard.suites import get_suite
 
     suite = get_suite(args.suite)
-    spec = SubmissionSpec(
-        source=args.agent,
-        checkpoint=args.checkpoint,
-        name=args.name,
-        train_steps=args.train_steps,
-    )
-    doc = evaluate_submission(
-        spec, suite, workers=args.workers, progress=not args.no_progress, reps=args.reps
-    )
-    print(format_rows(doc))
-    try:
-        path = save_result(doc, args.out, force=args.force)
-    except ResultExistsError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 3
-    print(
-        f"{doc['suite']['name']} suite ({doc['suite']['hash']}), "
-        f"{doc['timing']['wall_time_s']:.1f} s; result written to {path}"
-    )
-    return 0
+    if len(args.agent) > 1 and (args.name or args.checkpoint):
+        print("error: --name and --checkpoint need a single --agent", file=sys.stderr)
+        return 2
+    code = 0
+    for agent in args.agent:  # in one process: the references' episodes are computed once
+        spec = SubmissionSpec(
+            source=agent,
+            checkpoint=args.checkpoint,
+            name=args.name,
+            train_steps=args.train_steps,
+        )
+        doc = evaluate_submission(
+            spec, suite, workers=args.workers, progress=not args.no_progress, reps=args.reps
+        )
+        print(format_rows(doc))
+        try:
+            path = save_result(doc, args.out, force=args.force)
+        except ResultExistsError as err:
+            print(f"error: {err}", file=sys.stderr)
+            code = 3
+            continue
+        print(
+            f"{doc['suite']['name']} suite ({doc['suite']['hash']}), "
+            f"{doc['timing']['wall_time_s']:.1f} s; result written to {path}"
+        )
+    return code
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -161,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument(
         "--agent",
         required=True,
-        help="a .py file defining make_agent(env), or a "
-        "baseline name (python -m leaderboard evaluate --agent lp ...)",
+        action="append",
+        help="a .py file defining make_agent(env), or a baseline name "
+        "(python -m leaderboard evaluate --agent lp ...); repeat to evaluate several",
     )
     ev.add_argument("--suite", default="quick", help="micro, quick or full")
     ev.add_argument("--out", default="runs/leaderboard", help="directory for the result JSON")
