@@ -38,6 +38,9 @@ __all__ = ["WindowLPSolution", "solve_window_lp", "window_edges", "min_risk_allo
 #: Expected counts below this are reported as 0 and their categories left unconstrained.
 COUNT_EPS = 1e-9
 
+#: Solver of stage (b), the delay-aware pick (the main LP's is _MAIN_SOLVER).
+_PICK_SOLVER = "ipm"
+
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 64
 #: HiGHS solver of each window's main LP: "ipm" (interior point + crossover) solves the 300-flight
@@ -261,6 +264,33 @@ def _solve_window(
     h.addRow(-highspy.kHighsInf, -best + tol, nu, ucol_idx, -prior.astype(float))
     h.changeColsCost(nu, ucol_idx, -np.ones(nu))
     h.setOptionValue("solver", "simplex")
+    h.run()
+    if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+        x = np.array(h.getSolution().col_value)
+    # 4. Delay-aware pick inside the optimal face: keep every u_θ at its value, minimise the peak
+    # resource utilisation v (plus 1e-3 x the summed utilisation), so that the allocation does not
+    # depend on the solver's path and the LP baseline is as kind to delay as its optimum allows.
+    u_star = x[n_pi:]
+    h.changeColsCost(nu, ucol_idx, np.zeros(nu))
+    u_tol = 1e-9 * np.maximum(1.0, np.abs(u_star))
+    h.changeColsBounds(nu, ucol_idx, u_star - u_tol, np.zeros(nu))
+    inv_cap = 1.0 / capacity
+    util_cost = (cap_vals * inv_cap[None, None, :]).sum(axis=2).reshape(-1)  # (na*T,)
+    h.changeColsCost(n_pi, np.arange(n_pi, dtype=np.int32), 1e-3 * util_cost)
+    v_col = n_pi + nu
+    h.addCol(1.0, 0.0, highspy.kHighsInf, 0, np.array([], dtype=np.int32), np.array([]))
+    util_rows = (sparse.diags_array(inv_cap) @ a_cap_pi).tocsr()
+    starts, idx, vals = [], [], []
+    for rr_ in range(r):
+        starts.append(len(idx))
+        row = util_rows[[rr_], :]
+        idx.extend(row.indices.tolist() + [v_col])
+        vals.extend(row.data.tolist() + [-1.0])
+    h.addRows(
+        r, np.full(r, -highspy.kHighsInf), np.zeros(r), len(idx),
+        np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), np.array(vals),
+    )
+    h.setOptionValue("solver", _PICK_SOLVER)
     h.run()
     if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
         x = np.array(h.getSolution().col_value)
