@@ -13,10 +13,10 @@ grows the policy becomes the slack LP exactly (once 2μ exceeds the spread of th
 mass away from π^slack never pays).
 
 Default μ = 1 minute, the best of a sweep on ``tsg/Screening-v0`` (instances 0-1, days
-10_000-10_004; ``baselines/scripts/mu_sweep.py``, commit b203bc8). Mean wait in minutes:
+10_000-10_004; ``baselines/scripts/mu_sweep.py``, commit e70792a). Mean wait in minutes:
 
     μ          0      0.1    0.3    1      3      10     100    (slack LP)
-    wait       2.03   1.62   1.52   1.45   1.52   1.53   1.53   1.53
+    wait       2.04   1.62   1.52   1.45   1.52   1.53   1.53   1.53
 
 μ = 10 already reproduces the slack LP on every one of these days. The best μ varies by
 instance (0.1 on instance 1, 1 on instance 0), so a tuned μ per instance would do better.
@@ -254,8 +254,8 @@ class SlackGuidedAgent:
     """Per passenger, the allocation minimising π·w + μ‖π − π^slack_{c,w}‖₁ in the polytope.
 
     ``act`` reads the category and time from ``info`` and the team waits from the observation
-    (``obs[obs_layout["waits"]]``); with the default canonical-basis starts it is a pure
-    function of (obs, info), bit for bit.
+    (``obs[obs_layout["waits"]]``); every solve starts from the category's canonical basis, so
+    it is a pure function of (obs, info), bit for bit.
     """
 
     def __init__(
