@@ -64,7 +64,7 @@ def test_default_game_shapes_and_generator_rules() -> None:
 
 def test_default_capacity_ratio_per_horizon() -> None:
     for horizon, rho in DEFAULT_CAPACITY_RATIO.items():
-        g = make_game(GameConfig(horizon=horizon), seed=1)
+        g = make_game(GameConfig(horizon=horizon, window_bind_overload=None), seed=1)
         assert g.config.resolved_capacity_ratio == rho
         assert g.rates.sum() == pytest.approx(rho * 2 * g.n_passengers / g.day_length)
     g = make_game(GameConfig(capacity_ratio=3.5), seed=1)
@@ -214,3 +214,32 @@ def test_screening_day_drains_and_clips_at_zero() -> None:
     sampled.reset(arrivals([0.0], [0], [0]))
     with pytest.raises(ValueError, match="rng"):
         sampled.step(np.array([0.5, 0.5]))
+
+
+def test_window_bind_step_makes_capacity_bind() -> None:
+    # Window horizon: rates are scaled down (never up) by one common factor so that the LP's
+    # risk-optimal allocation, spread as evenly as it can be, would need a peak utilisation of
+    # window_bind_overload (1.25). Check it against the LP with effectively infinite capacity.
+    import dataclasses
+
+    from tsg_envs import solve_window_lp
+    from tsg_envs.lp import window_edges
+
+    for seed in (0, 5):
+        plain = make_game(GameConfig(horizon="window", window_bind_overload=None), seed=seed)
+        bound = make_game(GameConfig(horizon="window"), seed=seed)
+        factor = bound.rates / plain.rates
+        assert np.allclose(factor, factor[0]) and factor[0] <= 1.0
+        length = np.diff(window_edges(bound, None))[0]
+        # Every resource able to screen all passengers: capacity cannot bind.
+        ample = bound.n_passengers / (bound.rates * length).min() * 1.01
+        unbounded = dataclasses.replace(bound, rates=bound.rates * ample, key=None)
+        sol = solve_window_lp(unbounded, None)
+        load = (sol.expected_counts[0] @ sol.policy[0]) @ bound.team_members.astype(float)
+        assert (load / (bound.rates * length)).max() == pytest.approx(1.25, rel=1e-6)
+        # ... so the LP at the real rates is strictly worse than without capacity (it binds),
+        # or, where the risk-optimal load is already balanced, the window is stretched.
+        real = solve_window_lp(bound, None)
+        v_real = bound.attacker_prior @ real.utility[0]
+        v_inf = bound.attacker_prior @ sol.utility[0]
+        assert v_real < v_inf - 1e-6 or real.stretch[0] > 1.0
