@@ -293,7 +293,7 @@ class TorchAgent:
     """A trained policy as a :class:`tsg_envs.rollout.Agent`: deterministic, side-effect free.
 
     Args:
-        act_fn: ``obs (O,) -> action (T,)`` numpy; called under ``torch.no_grad``.
+        act_fn: ``obs (B, O) -> actions (B, T)`` numpy; called under ``torch.no_grad``.
         name: Method name (for reprs and logs).
     """
 
@@ -303,21 +303,26 @@ class TorchAgent:
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
         """The policy's action for one observation (``info`` is not needed)."""
+        return self.act_batch(np.asarray(obs)[None], [info])[0]
+
+    def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
+        """Actions (B, T) for observations (B, O), as :func:`tsg_envs.risk` probes them."""
         with torch.no_grad():
-            return np.asarray(self._act_fn(np.asarray(obs, dtype=np.float32)), dtype=np.float64)
+            out = self._act_fn(np.asarray(obs, dtype=np.float32))
+        return np.asarray(out, dtype=np.float64)
 
     def __repr__(self) -> str:
         return f"TorchAgent({self.name})"
 
 
 def greedy_simplex_act(actor: SimplexActor) -> Callable[[np.ndarray], np.ndarray]:
-    """``obs -> action`` of a :class:`SimplexActor` without noise (float64 projection)."""
+    """``obs (B, O) -> actions (B, T)`` of a :class:`SimplexActor` without noise (float64)."""
 
     @torch.no_grad()
     def act(obs: np.ndarray) -> np.ndarray:
-        obs_BO = torch.as_tensor(obs[None], dtype=torch.float32)
+        obs_BO = torch.as_tensor(obs, dtype=torch.float32)
         y, _ = actor.from_logits(actor.logits(obs_BO), obs_BO, double=True)
-        return y[0].numpy()
+        return y.numpy()
 
     return act
 

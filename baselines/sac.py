@@ -104,14 +104,14 @@ def build(env: gym.Env, cfg: SACConfig) -> tuple[SAC, ContinuousActorProbabilist
 
 
 def logits_agent_fn(logits_fn: Any, projection: AlphaProjection, beta: float) -> Any:
-    """``obs -> allocation`` for the unwrapped env: softmax(β logits), α-projected (float64)."""
+    """``obs (B, O) -> allocations (B, T)`` on the unwrapped env: softmax(β logits), α-projected."""
 
     @torch.no_grad()
     def act(obs: np.ndarray) -> np.ndarray:
-        obs_BO = torch.as_tensor(obs[None], dtype=torch.float32)
+        obs_BO = torch.as_tensor(obs, dtype=torch.float32)
         x = logits_fn(obs_BO).double().clamp(-1.0, 1.0)
         s = torch.softmax(beta * x, dim=-1)
-        return projection(s, obs_BO)[0].numpy()
+        return projection(s, obs_BO).numpy()
 
     return act
 
