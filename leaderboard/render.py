@@ -38,6 +38,7 @@ COLUMNS: tuple[tuple[str, str, bool | None], ...] = (
     ("violations", "violations", False),
     ("risk_over_bound", "risk / bound", False),
     ("episodes", "episodes", None),
+    ("training", "training", None),
 )
 
 
@@ -77,6 +78,7 @@ def result_row(doc: dict[str, Any]) -> dict[str, Any]:
         "commit": (doc["provenance"].get("git_commit") or "")[:10],
         "date": doc["provenance"].get("created_utc", "")[:10],
         "wall_time_s": doc["timing"]["wall_time_s"],
+        "training": _training(doc),
     }
     if agg is None:
         return row
@@ -95,6 +97,17 @@ def result_row(doc: dict[str, Any]) -> dict[str, Any]:
     row["risk_over_bound"] = None if risk is None else risk["max_over_bound"]
     row["episodes"] = agg["n_episodes"]
     return row
+
+
+def _training(doc: dict[str, Any]) -> str:
+    """How the agent was obtained: a checkpoint, a per-instance training budget, or neither."""
+    sub = doc["submission"]
+    if sub.get("checkpoint"):
+        return "checkpoint"
+    if sub.get("learned"):
+        steps = sub.get("train_steps") or doc["suite"]["definition"].get("train_steps")
+        return f"{steps:,} steps / instance"
+    return "file" if sub["kind"] == "file" else "none (solved)"
 
 
 def _rank_key(row: dict[str, Any]) -> tuple:
@@ -190,6 +203,7 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
                     _num(r["violations"]),
                     _num(r["risk_over_bound"], 4),
                     _num(r["episodes"]),
+                    r["training"],
                 ]
                 lines.append("| " + " | ".join(cells) + " |")
             notes = [(r["agent"], n) for r in sel for n in r["notes"]]
