@@ -246,7 +246,7 @@ def _tick_label(t: float, lo: float, hi: float) -> str:
 def _svg_plot(rows: list[dict[str, Any]], suite: str) -> str:
     """Mean wait (IQM, with its interval) against mean worst-case risk, one point per agent."""
     pts = [r for r in rows if r.get("mean_wait") is not None and r.get("risk") is not None]
-    w, h, ml, mr, mt, mb = 720, 380, 70, 170, 20, 50
+    w, h, ml, mr, mt, mb = 900, 420, 70, 150, 20, 50
     if not pts:
         return f'<p class="empty">No completed result on suite {html.escape(suite)} to plot.</p>'
     xs = [r["risk"] for r in pts] + [r["bound"] for r in pts]
@@ -295,17 +295,30 @@ def _svg_plot(rows: list[dict[str, Any]], suite: str) -> str:
         "bound Σψ</text>"
     )
     colors = {"hard": "#1f77b4", "open": "#ff7f0e"}
-    for r in pts:
+    # labels to the right of their points, pushed apart vertically (with a leader line)
+    placed: list[tuple[float, float]] = []  # (x, y) of labels already placed
+    for r in sorted(pts, key=lambda r: sy(r["mean_wait"])):
         cx, cy = sx(r["risk"]), sy(r["mean_wait"])
+        ly = cy - 6
+        for px, py in sorted(placed, key=lambda p: p[1]):
+            if abs(px - (cx + 10)) < 120 and abs(py - ly) < 13:
+                ly = py + 13
+        placed.append((cx + 10, ly))
         color = colors.get(r["track"], "#777")
         name = html.escape(r["agent"])
+        leader = (
+            f'<line x1="{cx + 3:.1f}" y1="{cy:.1f}" x2="{cx + 9:.1f}" y2="{ly - 4:.1f}" '
+            'stroke="#aaa"/>'
+            if abs(ly - (cy - 6)) > 3
+            else ""
+        )
         out.append(
             f'<g class="point" data-agent="{name}">'
             f'<line x1="{cx:.1f}" y1="{sy(r["mean_wait_low"]):.1f}" x2="{cx:.1f}" '
             f'y2="{sy(r["mean_wait_high"]):.1f}" stroke="{color}"/>'
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="{color}">'
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{color}">'
             f"<title>{name}: {r['mean_wait']:.2f} min, risk {r['risk']:.4f}</title></circle>"
-            f'<text x="{cx + 7:.1f}" y="{cy - 6:.1f}" class="lbl">{name}</text></g>'
+            f'{leader}<text x="{cx + 10:.1f}" y="{ly:.1f}" class="lbl">{name}</text></g>'
         )
     lx = w - mr + 15
     out.append(
@@ -320,10 +333,10 @@ def _svg_plot(rows: list[dict[str, Any]], suite: str) -> str:
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
-max-width:1200px;padding:0 1rem;color:#222}
+max-width:1500px;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
 th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:right;white-space:nowrap}
-td.agent,td.track,td.reason{text-align:left}td.reason{white-space:normal;max-width:60rem}
+td.agent,td.track,td.reason,td.training{text-align:left}td.reason{white-space:normal;max-width:60rem}
 .scroll{overflow-x:auto}
 th{background:#f3f3f3;cursor:pointer;user-select:none}
 th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}
