@@ -13,7 +13,7 @@ grows the policy becomes the slack LP exactly (once 2μ exceeds the spread of th
 mass away from π^slack never pays).
 
 Default μ = 1 minute, the best of a sweep on ``tsg/Screening-v0`` (instances 0-1, days
-10_000-10_004; ``baselines/scripts/mu_sweep.py``, commit e70792a). Mean wait in minutes:
+10_000-10_004; ``baselines/scripts/mu_sweep.py``, commit a81ee35). Mean wait in minutes:
 
     μ          0      0.1    0.3    1      3      10     100    (slack LP)
     wait       2.04   1.62   1.52   1.45   1.52   1.53   1.53   1.53
