@@ -39,6 +39,7 @@ COLUMNS: tuple[tuple[str, str, bool | None], ...] = (
     ("risk_over_bound", "risk / bound", False),
     ("episodes", "episodes", None),
     ("training", "training", None),
+    ("commit", "commit", None),
 )
 
 
@@ -75,7 +76,7 @@ def result_row(doc: dict[str, Any]) -> dict[str, Any]:
         "track": doc["track"] if doc["status"] == "ok" else "failed",
         "error": doc["error"],
         "notes": list(doc["notes"]),
-        "commit": (doc["provenance"].get("git_commit") or "")[:10],
+        "commit": _commit(doc),
         "date": doc["provenance"].get("created_utc", "")[:10],
         "wall_time_s": doc["timing"]["wall_time_s"],
         "training": _training(doc),
@@ -97,6 +98,13 @@ def result_row(doc: dict[str, Any]) -> dict[str, Any]:
     row["risk_over_bound"] = None if risk is None else risk["max_over_bound"]
     row["episodes"] = agg["n_episodes"]
     return row
+
+
+def _commit(doc: dict[str, Any]) -> str:
+    """Short git commit of the result (``+dirty`` when the tracked tree had changes)."""
+    prov = doc["provenance"]
+    commit = (prov.get("git_commit") or "unknown")[:7]
+    return commit + ("+dirty" if prov.get("git_dirty") else "")
 
 
 def _training(doc: dict[str, Any]) -> str:
@@ -204,6 +212,7 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
                     _num(r["risk_over_bound"], 4),
                     _num(r["episodes"]),
                     r["training"],
+                    f"`{r['commit']}`",
                 ]
                 lines.append("| " + " | ".join(cells) + " |")
             notes = [(r["agent"], n) for r in sel for n in r["notes"]]
@@ -336,7 +345,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem 
 max-width:1500px;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
 th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:right;white-space:nowrap}
-td.agent,td.track,td.reason,td.training{text-align:left}td.reason{white-space:normal;max-width:60rem}
+td.agent,td.track,td.reason,td.training,td.commit{text-align:left}td.reason{white-space:normal;max-width:60rem}
 .scroll{overflow-x:auto}
 th{background:#f3f3f3;cursor:pointer;user-select:none}
 th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}

@@ -46,6 +46,10 @@ def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
         [0.0, 50.0, 150.0],
     )
     write_curve(curves / "b" / "curve.csv", "tsg/Screening-Window-20F-v0", [0, 20000], [0.0, 400.0])
+    # baselines.bench --json: 200 gradient steps in 3 s at 50 flights -> 150 s per 10,000
+    (curves / "bench.json").write_text(
+        '{"config": {"grad_steps": 200}, "training": [{"flights": 50, "train_s": 3.0}]}'
+    )
     # a run that never reached 10,000 steps is drawn but not timed
     write_curve(curves / "c" / "curve.csv", "tsg/Screening-Window-5F-v0", [0, 2000], [0.0, 9.0])
     cfg = PaperConfig(
@@ -81,8 +85,8 @@ def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
     lp_waits = {r["mean_wait"] for r in fig2 if r["agent"] == "lp"}
     assert len(lp_waits) == 1
     fig3 = read(out / "fig3_training.csv")
-    timed = {int(r["flights"]): float(r["seconds_to_10k_steps"]) for r in fig3}
-    assert timed == {10: 100.0, 20: 200.0}
+    timed = {(r["source"], int(r["flights"])): float(r["seconds_to_10k_steps"]) for r in fig3}
+    assert timed == {("curve", 10): 100.0, ("curve", 20): 200.0, ("bench", 50): 150.0}
     fig4 = read(out / "fig4_ratio_vs_sigma.csv")
     assert sorted({float(r["x"]) for r in fig4}) == [0.5, 1.5]  # 2 sigma in hours
     summary = (out / "summary.md").read_text()
@@ -103,8 +107,8 @@ def test_training_figure_says_missing_without_logs(tmp_path: Path) -> None:
         curve_dirs=(str(tmp_path / "none"),),
     )
     run_paper(cfg, tmp_path / "out", progress=False)
-    (row,) = read(tmp_path / "out" / "fig3_training.csv")
-    assert row["status"] == "missing"
+    rows = read(tmp_path / "out" / "fig3_training.csv")
+    assert [r["status"] for r in rows] == ["missing", "missing"]
     assert (tmp_path / "out" / "fig3_training.png").read_bytes()[:8] == PNG_MAGIC
 
 
