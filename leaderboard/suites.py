@@ -59,7 +59,7 @@ class Suite:
     instance_seeds: tuple[int, ...]
     arrival_seeds: tuple[int, ...]
     risk_max_states: int | None = 100
-    train_steps: int = 5_000
+    train_steps: int = 10_000
     env_kwargs: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -124,13 +124,13 @@ SUITES: dict[str, Suite] = {
             name="demo",
             description=(
                 "the README's main command: the default environment, 1 instance x 3 days, "
-                "3,000 training steps"
+                "10,000 training steps"
             ),
             env_ids=("tsg/Screening-v0",),
             instance_seeds=(0,),
             arrival_seeds=_days(3),
             risk_max_states=50,
-            train_steps=3_000,
+            train_steps=10_000,
         ),
         Suite(
             name="quick",
@@ -142,7 +142,7 @@ SUITES: dict[str, Suite] = {
             instance_seeds=(0, 1, 2),
             arrival_seeds=_days(5),
             risk_max_states=100,
-            train_steps=5_000,
+            train_steps=10_000,
         ),
         Suite(
             name="full",
