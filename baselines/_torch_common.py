@@ -440,8 +440,18 @@ def save_best(out: Path, payload: dict[str, Any]) -> Path:
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint` (trusted local files)."""
-    return torch.load(Path(path), map_location="cpu", weights_only=False)
+    """Read a checkpoint written by :func:`save_checkpoint` or :func:`save_best`.
+
+    ``path`` may be a run directory: its ``best.pt`` (the weights ``train`` returned under
+    ``keep_best``) if present, else its latest ``ckpt_*.pt``. Trusted local files only.
+    """
+    path = Path(path)
+    if path.is_dir():
+        found = path / BEST_NAME if (path / BEST_NAME).exists() else latest_checkpoint(path)
+        if found is None:
+            raise FileNotFoundError(f"no checkpoint under {path}")
+        path = found
+    return torch.load(path, map_location="cpu", weights_only=False)
 
 
 def _rng_state(rng: np.random.Generator) -> dict[str, Any]:

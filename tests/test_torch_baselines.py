@@ -123,6 +123,8 @@ def test_smoke_train_and_load(tmp_path: Path, env: gym.Env, algo: str) -> None:
     a1 = np.stack([agent.act(o, {}) for o in obs])
     a2 = np.stack([loaded.act(o, {}) for o in obs])
     np.testing.assert_array_equal(a1, a2)
+    by_dir = get_method(algo).load(run.out, env)  # a run directory: best.pt, else latest ckpt
+    np.testing.assert_array_equal(np.stack([by_dir.act(o, {}) for o in obs]), a1)
     if algo != "penalty-ddpg":
         _assert_feasible(env, obs, a1)
     assert np.allclose(a1.sum(-1), 1.0, atol=1e-6) and a1.min() >= 0
