@@ -170,3 +170,19 @@ def test_alpha_ddpg_beats_the_centre_policy(tmp_path: Path, env: gym.Env) -> Non
     learned = np.mean([rollout(env, agent, seed=s).mean_wait for s in seeds])
     centre = np.mean([rollout(env, CentreAgent(env), seed=s).mean_wait for s in seeds])
     assert learned < centre
+
+
+def test_bench_quick_smoke(tmp_path: Path) -> None:
+    import json
+
+    from baselines.bench import main
+
+    out = tmp_path / "bench.json"
+    result = main(["--quick", "--flights", "10", "--grad-steps", "50", "--json", str(out)])
+    assert json.loads(out.read_text())["machine"] == result["machine"]
+    proj = result["projection"]
+    assert proj["alpha_s"] > 0
+    if HAS_CVXPYLAYERS:
+        assert proj["speedup"] > 1.0  # the α-projection is cheaper than a QP per sample
+    (row,) = result["training"]
+    assert row["flights"] == 10 and row["obs_dim"] == 116 and row["train_s"] > 0
