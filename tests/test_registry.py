@@ -18,11 +18,15 @@ ID_ROW = re.compile(r"^\| `(tsg/[^`]+)` \|")
 
 
 def readme_ids() -> list[str]:
-    """Ids of the README's table: rows starting with "| `tsg/"."""
+    """Ids of the README's table: rows starting with "| `tsg/" in "## Registered environments"."""
     ids = []
+    in_section = False
     for line in README.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            in_section = line.strip() == "## Registered environments"
+            continue
         match = ID_ROW.match(line)
-        if match:
+        if in_section and match:
             ids.append(match.group(1))
     return ids
 
