@@ -14,9 +14,11 @@ For every unit (environment id, instance seed) of the suite:
 
 A failure of the submission (import, ``make_agent``, ``act`` raising, NaN/inf or a wrong shape)
 fails its unit with the reason; the remaining units still run and the row is reported as
-failed with the first reason. Nothing a submission does can stop the run or touch another
-result file. The metrics are deterministic: the same submission and suite give the same
-``metrics_digest``, whatever ``workers`` is.
+failed with the first reason. No exception a submission raises (``SystemExit`` included) stops
+the run, and a submission never writes another result file. Not contained: a submission that
+hangs, exhausts memory or kills its process (``os._exit``); evaluation runs in-process (or in
+``workers`` processes) with no time limit. The metrics are deterministic: the same submission
+and suite give the same ``metrics_digest``, whatever ``workers`` is.
 """
 
 from __future__ import annotations
