@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a .py file defining make_agent(env), or a baseline name "
         "(python -m leaderboard evaluate --agent lp ...); repeat to evaluate several",
     )
-    ev.add_argument("--suite", default="quick", help="micro, quick or full")
+    ev.add_argument("--suite", default="quick", help="micro, demo, quick or full")
     ev.add_argument("--out", default="runs/leaderboard", help="directory for the result JSON")
     ev.add_argument("--workers", type=int, default=1, help="processes (units in parallel)")
     ev.add_argument(
