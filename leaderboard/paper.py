@@ -173,7 +173,7 @@ class _Collector:
     missing: dict[str, str] = field(default_factory=dict)
     setup_s: dict[str, float] = field(default_factory=dict)
     episode_s: dict[str, float] = field(default_factory=dict)
-    passengers: dict[str, int] = field(default_factory=dict)
+    passengers: dict[str, float] = field(default_factory=dict)
 
 
 def _agent_names(cfg: PaperConfig) -> list[str]:
@@ -190,6 +190,7 @@ def _run_setting(
     names = ["lp", *_agent_names(cfg)]
     setup = rolling = 0.0
     n_episodes = 0
+    pax: list[int] = []
     for inst in cfg.instances:
         t0 = time.perf_counter()
         kwargs = dict(setting.kwargs)
@@ -197,7 +198,7 @@ def _run_setting(
             base = gym.make(_BASE_ID, instance_seed=inst, **kwargs)
             kwargs["risk_bound"] = base.unwrapped.lp_solution.psi * setting.risk_scale
         env = gym.make(_BASE_ID, instance_seed=inst, **kwargs)
-        col.passengers[setting.slug] = int(env.unwrapped.game.n_passengers)
+        pax.append(int(env.unwrapped.game.n_passengers))
         agents: dict[str, Agent] = {}
         for name in names:
             ckpt = None
@@ -228,6 +229,7 @@ def _run_setting(
                 )
             tick(1)
         rolling += time.perf_counter() - t0
+    col.passengers[setting.slug] = float(np.mean(pax))
     col.setup_s[setting.slug] = setup / len(cfg.instances)
     col.episode_s[setting.slug] = rolling / max(n_episodes, 1)
 
@@ -671,7 +673,7 @@ def _full_protocol_estimate(cfg: PaperConfig, results: dict[str, dict]) -> list[
         )
         total += secs
         lines.append(
-            f"| {name} | {ref} ({col.passengers[ref]} passengers) | {col.setup_s[ref]:.2f} | "
+            f"| {name} | {ref} ({col.passengers[ref]:.0f} passengers) | {col.setup_s[ref]:.2f} | "
             f"{col.episode_s[ref]:.2f} | {len(pax)} points, up to {max(pax)} passengers | "
             f"{secs / 3600:.1f} h |"
         )
