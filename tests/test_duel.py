@@ -280,9 +280,40 @@ def test_aec_env_rejects_masked_actions_too() -> None:
     assert aec.agent_selection == ATTACKER
     obs = aec.observe(ATTACKER)
     assert obs["action_mask"].tolist() == [1] + [0] * 6
-    aec.step(2)
+    # Refused on the attacker's own turn (not later, on the defender's), and nothing moved: the
+    # attacker still acts, a valid action then goes through and the day continues.
     with pytest.raises(ValueError, match="masked out"):
-        aec.step(np.full(10, 0.1))
+        aec.step(2)
+    for bad, error in (("1", TypeError), (1.0, TypeError), (-1, ValueError), (99, ValueError),
+                       (np.array([0, 0]), TypeError)):
+        with pytest.raises(error):
+            aec.step(bad)
+        assert aec.agent_selection == ATTACKER
+    aec.step(0)
+    assert aec.agent_selection == DEFENDER
+    with pytest.raises(ValueError, match="finite"):
+        aec.step(np.full(10, np.nan))
+    assert aec.agent_selection == DEFENDER
+    aec.step(np.full(10, 0.1))
+    assert aec.agent_selection == ATTACKER
+
+
+def test_parallel_step_refuses_a_bad_action_and_changes_nothing() -> None:
+    game = duel.parallel_env(invalid_action="raise", **SMALL)
+    reference = duel.parallel_env(invalid_action="raise", **SMALL)
+    game.reset(seed=0)
+    reference.reset(seed=0)
+    for actions in ({ATTACKER: 99, DEFENDER: np.full(10, 0.1)},
+                    {ATTACKER: 1, DEFENDER: np.full(10, np.inf)},
+                    {ATTACKER: 1, DEFENDER: np.zeros(10)}):  # off the simplex, "raise" mode
+        with pytest.raises(ValueError):
+            game.step(actions)
+        assert not game.struck
+    # The refused calls moved nothing: the same valid step gives what an untouched game gives.
+    good = {ATTACKER: 1, DEFENDER: np.full(10, 0.1)}
+    got, want = game.step(good), reference.step(good)
+    np.testing.assert_array_equal(got[0][DEFENDER], want[0][DEFENDER])
+    assert got[1] == want[1] and game.struck
 
 
 def test_render_ansi() -> None:

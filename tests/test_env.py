@@ -325,11 +325,25 @@ def test_penalize_mode_executes_the_proposal_and_subtracts_the_penalty() -> None
     np.testing.assert_array_equal(info["executed_action"], [1.0, 0.0])
     assert info["penalty"] == pytest.approx(25.0) and reward == pytest.approx(-25.0)
     np.testing.assert_array_equal(obs[env.obs_layout["backlog"]], [2.0, 0.0])
+    # The penalty prices the risk excess of the renormalised (executed) action, not the
+    # proposal's distance from the simplex. Category (θ0, κ1): row a = -P L E = -2 (0.5, 0.75)
+    # = (-1, -1.5), b = ψ - P L = 0.75 - 2 = -1.25. Proposal 3 (0.8, 0.2): renormalised
+    # (0.8, 0.2), a·s = -1.1, excess 0.15, penalty 3 · 0.15 = 0.45 (queues empty: wait 0).
     env = _tiny_env(invalid_action="penalize", risk_bound=TIGHT_PSI, violation_penalty=3.0)
+    env.reset(seed=0, options={"arrivals": arrivals([0.0, 1.0], [0, 0], [1, 1])})
+    _, reward, _, _, info = env.step(np.array([2.4, 0.6]))
+    np.testing.assert_allclose(info["executed_action"], [0.8, 0.2])
+    assert info["proposed_violation"] == pytest.approx(2.0)  # |Σπ - 1| of the proposal
+    assert info["penalty"] == pytest.approx(0.45) and reward == pytest.approx(-0.45)
+    # A huge finite proposal gives a finite reward: renormalised (1, 0), excess 0.25, penalty
+    # 0.75, plus the wait behind the first passenger's load.
+    _, reward, _, _, info = env.step(np.array([1e308, 0.0]))
+    assert np.isfinite(reward) and info["penalty"] == pytest.approx(0.75)
+    # Off the simplex only (renormalised it meets the bound): executed, no penalty.
     env.reset(seed=0, options={"arrivals": arrivals([0.0], [0], [0])})
     _, reward, _, _, info = env.step(np.array([0.2, 0.6]))
     np.testing.assert_allclose(info["executed_action"], [0.25, 0.75])
-    assert reward == pytest.approx(-0.6)  # 3 · 0.2
+    assert info["penalty"] == 0.0 and reward == 0.0
 
 
 def test_invalid_action_argument_is_checked() -> None:

@@ -113,7 +113,7 @@ def test_hand_built_game_validation() -> None:
         tiny_game(rates=np.array([0.5, 0.25, 1.0]))
     with pytest.raises(ValueError, match="attack_loss"):
         tiny_game(attack_loss=np.array([[2.0, 1.0], [4.0, 1.0]]))
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match=r"Game.rates must be > 0"):
         tiny_game(rates=np.array([0.5, 0.0]))
 
 
@@ -130,8 +130,11 @@ def test_config_validation(changes: dict) -> None:
 
 
 def test_make_game_rejects_bad_seeds() -> None:
-    for seed in (-1, 1.5, "0"):
-        with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"seed must be an integer >= 0, got -1 \(int\)"):
+        make_game(seed=-1)
+    # A float or a string is the wrong kind of value: refused, never truncated to an instance.
+    for seed in (1.5, 1.0, "0", True):
+        with pytest.raises(TypeError, match="seed must be an integer"):
             make_game(seed=seed)  # type: ignore[arg-type]
 
 

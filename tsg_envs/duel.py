@@ -7,8 +7,9 @@ is the single-agent :class:`~tsg_envs.env.ScreeningEnv` itself (one queue model,
 :class:`~tsg_envs.dynamics.ScreeningDay`); the attacker is inserted into its day as one extra
 passenger with :meth:`ScreeningDay.insert_passenger`.
 
-``parallel_env(**kwargs)`` builds :class:`DuelParallelEnv`; ``env(**kwargs)`` is its AEC form,
-``parallel_to_aec(parallel_env(**kwargs))``.
+``parallel_env(**kwargs)`` builds :class:`DuelParallelEnv`; ``env(**kwargs)`` is its AEC form
+(PettingZoo's parallel-to-AEC conversion, order-enforcing, with each action checked on its
+agent's own turn).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
-from pettingzoo.utils.conversions import parallel_to_aec
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from tsg_envs.env import ScreeningEnv
 
@@ -251,6 +253,7 @@ class DuelParallelEnv(ParallelEnv):
         if missing:
             raise ValueError(f"actions must hold one action per live agent; missing {missing}")
         attack = self._check_attack(actions[ATTACKER])
+        self.screening.check_action(actions[DEFENDER])  # nothing has moved if either is bad
         day = self.screening._day
         screening_attacker = self._attacker_waiting
         d_obs, d_reward, _, _, d_info = self.screening.step(actions[DEFENDER])
@@ -359,6 +362,20 @@ class DuelParallelEnv(ParallelEnv):
         self.detected = -1
         self._attacker_waiting = False
 
+    def check_action(self, agent: str, action: Any) -> None:
+        """Refuse a malformed action of ``agent`` now, as :meth:`step` would; change nothing.
+
+        The attacker's must be an allowed integer (see the class docstring); the defender's is
+        checked by :meth:`ScreeningEnv.check_action` (shape, NaN/inf, and the polytope in
+        ``"raise"`` mode). The AEC form calls this on the acting agent's own turn.
+        """
+        if agent == ATTACKER:
+            self._check_attack(action)
+        elif agent == DEFENDER:
+            self.screening.check_action(action)
+        else:
+            raise ValueError(f"unknown agent {agent!r}; the agents are {self.possible_agents}")
+
     def _check_attack(self, action: Any) -> int:
         n = self.n_attack_actions
         if isinstance(action, np.ndarray):
@@ -433,12 +450,27 @@ def parallel_env(**kwargs: Any) -> DuelParallelEnv:
     return DuelParallelEnv(**kwargs)
 
 
+class _DuelAEC(parallel_to_aec_wrapper):
+    """PettingZoo's parallel-to-AEC conversion that checks each action on its agent's turn.
+
+    The stock conversion stores the attacker's action and only hands it to the parallel step on
+    the defender's turn: a malformed attacker action would then raise on the defender's turn, and
+    again on every later call (it stays stored). Here it is refused when it is given.
+    """
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):
+            self.env.check_action(agent, action)
+        super().step(action)
+
+
 def raw_env(**kwargs: Any) -> AECEnv:
-    """The duel as an AEC env, derived with ``parallel_to_aec`` (order-enforcing)."""
-    return parallel_to_aec(DuelParallelEnv(**kwargs))
+    """The duel as an AEC env: the parallel env converted, each action checked on its turn."""
+    return OrderEnforcingWrapper(_DuelAEC(DuelParallelEnv(**kwargs)))
 
 
 def env(**kwargs: Any) -> AECEnv:
-    """The duel as a PettingZoo ``AECEnv``: ``parallel_to_aec(parallel_env(**kwargs))``."""
+    """The duel as a PettingZoo ``AECEnv`` (see :func:`raw_env`)."""
     return raw_env(**kwargs)
 

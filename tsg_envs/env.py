@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from tsg_envs import validation
 from tsg_envs.dynamics import Arrivals, QueueMode, ScreeningDay, sample_arrivals
 from tsg_envs.game import Game, GameConfig, make_game
 from tsg_envs.lp import WindowLPSolution, solve_window_lp
@@ -23,7 +24,12 @@ from tsg_envs.polytope import FEASIBILITY_TOL, Polytope, PolytopeSet, alpha_proj
 InvalidAction = Literal["project", "raise", "penalize"]
 
 
-__all__ = ["ScreeningEnv", "DEFAULT_RISK_SLACK", "DEFAULT_VIOLATION_PENALTY"]
+__all__ = [
+    "ScreeningEnv",
+    "make_screening_env",
+    "DEFAULT_RISK_SLACK",
+    "DEFAULT_VIOLATION_PENALTY",
+]
 
 #: Default relative slack on the LP's risk: ψ = ψ^LP (1 + slack). It gives every polytope an
 #: interior (the LP's worst categories sit exactly on their bound) and buys some delay.
@@ -32,6 +38,9 @@ DEFAULT_RISK_SLACK: float = 0.01
 DEFAULT_VIOLATION_PENALTY: float = 100.0
 
 _POLYTOPE_CACHE: OrderedDict = OrderedDict()
+#: Proposal entries beyond this magnitude are far off the simplex; measuring their rows could
+#: overflow, so their violation is taken as inf (they are still finite, so never an error).
+_HUGE: float = 1e150
 
 
 def _cached_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
@@ -173,14 +182,34 @@ class ScreeningEnv(gym.Env):
         render_mode: str | None = None,
         game: Game | None = None,
     ) -> None:
-        if invalid_action not in ("project", "raise", "penalize"):
-            raise ValueError(
-                f"invalid_action must be 'project', 'raise' or 'penalize', got {invalid_action!r}"
-            )
+        # Every argument is checked here, before any work (validation's bounds and messages).
+        v = validation
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
-        if not (np.isfinite(risk_slack) and risk_slack >= 0):
-            raise ValueError(f"risk_slack must be >= 0, got {risk_slack}")
+            hint = (
+                " ('human' needs a display stack tsg-envs does not ship: use 'rgb_array' and "
+                "show the frames yourself)"
+                if render_mode == "human"
+                else ""
+            )
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                f"got {v.describe(render_mode)}{hint}"
+            )
+        v.check_choice("invalid_action", invalid_action, ("project", "raise", "penalize"))
+        v.check_choice("queue_mode", queue_mode, ("expected", "sampled"))
+        instance_seed = v.check_int("instance_seed", instance_seed, low=0)
+        risk_slack = v.check_real("risk_slack", risk_slack, low=0.0)
+        violation_penalty = v.check_real("violation_penalty", violation_penalty, low=0.0)
+        if isinstance(lp_window_minutes, str):
+            v.check_choice("lp_window_minutes (a number of minutes, None or)", lp_window_minutes,
+                           ("auto",))
+        elif lp_window_minutes is not None:
+            lp_window_minutes = v.check_real(
+                "lp_window_minutes", lp_window_minutes,
+                low=v.MIN_LP_WINDOW_MINUTES, high=v.MAX_DAY_MINUTES,
+            )
+        if config is not None and not isinstance(config, GameConfig):
+            raise TypeError(f"config must be a tsg_envs.GameConfig, got {v.describe(config)}")
         overrides = {
             "n_flights": n_flights,
             "arrival_std": arrival_std,
@@ -190,33 +219,31 @@ class ScreeningEnv(gym.Env):
         }
         if game is not None:
             if not isinstance(game, Game):
-                raise TypeError(f"game must be a tsg_envs.Game, got {type(game).__name__}")
+                raise TypeError(f"game must be a tsg_envs.Game, got {v.describe(game)}")
             cfg = game.config
         else:
             base = config if config is not None else GameConfig()
-            changes = {k: v for k, v in overrides.items() if v is not None}
+            changes = {key: val for key, val in overrides.items() if val is not None}
             if config is None and n_flights is None:
                 changes["n_flights"] = None
-            cfg = base.replace(**changes)
+            cfg = base.replace(**changes)  # GameConfig checks every field
 
         # Constants of the instance --------------------------------------------------------
-        self.game: Game = game if game is not None else make_game(cfg, int(instance_seed))
-        self.instance_seed = int(instance_seed) if game is None else game.seed
+        self.game: Game = game if game is not None else make_game(cfg, instance_seed)
+        self.instance_seed = instance_seed if game is None else game.seed
         self.queue_mode: QueueMode = queue_mode
         self.invalid_action: InvalidAction = invalid_action
-        self.risk_slack = float(risk_slack)
-        self.violation_penalty = float(violation_penalty)  # reward units per unit violation
+        self.risk_slack = risk_slack
+        self.violation_penalty = violation_penalty  # reward units per unit violation
         if lp_window_minutes == "auto":
             lp_window_minutes = None if cfg.horizon == "window" else 60.0
         self.lp_window_minutes: float | None = lp_window_minutes  # minutes
         if risk_bound is None:
             psi = self.lp_solution.psi * (1.0 + self.risk_slack)
         else:
-            psi = np.asarray(risk_bound, dtype=float).copy()
-            if psi.shape != (self.game.n_risk_levels,):
-                raise ValueError(
-                    f"risk_bound must have shape ({self.game.n_risk_levels},), got {psi.shape}"
-                )
+            psi = v.check_real_array(
+                "risk_bound", risk_bound, shape=(self.game.n_risk_levels,), low=0.0
+            )
         psi.setflags(write=False)
         self.risk_bound: np.ndarray = psi
         self.polytopes: PolytopeSet = _cached_polytopes(self.game, psi)
@@ -274,43 +301,51 @@ class ScreeningEnv(gym.Env):
         day = self._day
         if day.done:
             raise RuntimeError("episode is over: call reset() before step()")
-        a = np.asarray(action, dtype=np.float64)
-        if a.shape != self._action_shape:
-            raise ValueError(f"action must have shape {self._action_shape}, got {a.shape}")
-        # A handful of numbers: Python's builtins are cheaper than numpy reductions here (min and
-        # max are exact in any order; fsum is the correctly rounded sum).
-        p = a.tolist()
-        try:
-            total = math.fsum(p)
-        except (ValueError, OverflowError):  # inf - inf, or overflow
-            total = math.nan
-        if not math.isfinite(total):  # any NaN or inf makes the sum non-finite
-            raise ValueError(f"action must be finite, got {a}")
         c = day.category
-        excess = self._a_risk_list[c].dot(a) - self._b_risk_list[c]
-        amin = min(p)
-        viol = max(0.0, max(excess.tolist()), abs(total - 1.0), -amin)
+        a, excess, total, amin, viol = self._measure(action, c)
         penalty = 0.0
         if viol > FEASIBILITY_TOL:
             if self.invalid_action == "raise":
                 raise ValueError(self._describe_violation(c, a, excess, total))
             s = np.maximum(a, 0.0)
             ssum = s.sum()
+            if not math.isfinite(ssum):  # a huge finite proposal: scale before summing
+                s /= s.max()
+                ssum = s.sum()
             s = s / ssum if ssum > 0 else self.polytopes.centers[c].copy()
             if self.invalid_action == "project":
                 executed = alpha_project(
                     s, self.polytopes.centers[c], self.polytopes.A_ub[c], self.polytopes.b_ub[c]
                 )
             else:
+                # The renormalised action executes as proposed; the penalty prices its risk
+                # excess (bounded on the simplex), so every finite proposal gives a finite reward.
                 executed = s
-                penalty = self.violation_penalty * viol
-        elif amin < 0:
-            executed = np.maximum(a, 0.0)
-            executed /= executed.sum()
-        elif total != 1.0:  # a ≥ 0: the same renormalisation in one call
-            executed = a / total
+                excess_s = self._a_risk_list[c].dot(s) - self._b_risk_list[c]
+                penalty = self.violation_penalty * max(0.0, max(excess_s.tolist()))
         else:
-            executed = a.copy() if a is action else a
+            # Within the tolerance: accepted in every mode. What executes is its renormalised
+            # form (bit-identical to the proposal when it already is on the simplex) ...
+            renormalised = True
+            if amin < 0:
+                executed = np.maximum(a, 0.0)
+                executed /= executed.sum()
+            elif total != 1.0:  # a ≥ 0: the same renormalisation in one call
+                executed = a / total
+            else:
+                executed = a.copy() if a is action else a
+                renormalised = False
+            # ... α-projected if renormalising pushed a risk row past the tolerance (dividing
+            # by a sum just above 1 moves a row with coefficients ~10 by ~10x the sum's error).
+            if renormalised:
+                exec_excess = self._a_risk_list[c].dot(executed) - self._b_risk_list[c]
+                if max(exec_excess.tolist()) > FEASIBILITY_TOL:
+                    executed = alpha_project(
+                        executed,
+                        self.polytopes.centers[c],
+                        self.polytopes.A_ub[c],
+                        self.polytopes.b_ub[c],
+                    )
         result = day.step(executed, self.np_random)
         self._last_wait = result.wait
         reward = -result.wait - penalty
@@ -333,6 +368,23 @@ class ScreeningEnv(gym.Env):
             "team": result.team,
         }
         return self._write_state(), reward, not waiting, False, info
+
+    def check_action(self, action: Any) -> float:
+        """Check a proposal for the waiting passenger as :meth:`step` would, without stepping.
+
+        Raises ``ValueError`` for a wrong shape, NaN or inf (every mode) and, in ``"raise"``
+        mode, for a proposal outside the polytope by more than the tolerance.
+
+        Returns:
+            The proposal's violation (``info["proposed_violation"]`` of the step it would make).
+        """
+        c = self._day.category
+        if c < 0:
+            raise RuntimeError("episode is over: call reset() before checking an action")
+        a, excess, total, _, viol = self._measure(action, c)
+        if viol > FEASIBILITY_TOL and self.invalid_action == "raise":
+            raise ValueError(self._describe_violation(c, a, excess, total))
+        return viol
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -410,11 +462,42 @@ class ScreeningEnv(gym.Env):
             "time": day.clock,
         }
 
+    def _measure(self, action: Any, c: int) -> tuple[np.ndarray, Any, float, float, float]:
+        """(proposal as float64, risk-row excess, Σπ, min π, violation) for category ``c``."""
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape != self._action_shape:
+            raise ValueError(f"action must have shape {self._action_shape}, got {a.shape}")
+        # A handful of numbers: Python's builtins are cheaper than numpy reductions here (min and
+        # max are exact in any order; fsum is the correctly rounded sum).
+        p = a.tolist()
+        try:
+            total = math.fsum(p)
+        except OverflowError:  # finite entries whose sum overflows
+            total = math.inf
+        except ValueError:  # inf - inf
+            total = math.nan
+        amin, amax = min(p), max(p)
+        if not (math.isfinite(amin) and math.isfinite(amax)):  # NaN compares False: checked
+            raise ValueError(f"action must be finite, got {a}")
+        if total != total:  # pragma: no cover - a NaN sum needs a non-finite entry
+            raise ValueError(f"action must be finite, got {a}")
+        if amax > _HUGE or amin < -_HUGE:
+            # Row products could overflow (to inf, or NaN from inf - inf): far off the simplex.
+            return a, None, total, amin, math.inf
+        excess = self._a_risk_list[c].dot(a) - self._b_risk_list[c]
+        viol = max(0.0, max(excess.tolist()), abs(total - 1.0), -amin)
+        return a, excess, total, amin, viol
+
     def _describe_violation(
         self, c: int, a: np.ndarray, excess: np.ndarray, total: float
     ) -> str:
         theta, flight = self.game.split_category(c)
         m = self.game.n_methods
+        if excess is None:
+            return (
+                f"action violates the polytope of category {c} (theta={theta}, flight={flight}): "
+                f"entries of magnitude above {_HUGE:g} put it far off the simplex, got {a}"
+            )
         candidates = [(float(excess[i]), f"risk row {i} (method m={i})") for i in range(m)]
         j = int(np.argmin(a))
         candidates.append((float(-a[j]), f"row {m + j} (pi[{j}] >= 0)"))
@@ -424,3 +507,12 @@ class ScreeningEnv(gym.Env):
             f"action violates the polytope of category {c} (theta={theta}, flight={flight}): "
             f"{row} is off by {amount:.3g} > {FEASIBILITY_TOL:g}"
         )
+
+
+def make_screening_env(**kwargs: Any) -> ScreeningEnv:
+    """The registered ids' entry point: ``ScreeningEnv(**kwargs)``.
+
+    A function rather than the class, so that ``gym.make`` passes ``render_mode`` through
+    unchanged and an unsupported mode fails at construction (see ``registration.ENTRY_POINT``).
+    """
+    return ScreeningEnv(**kwargs)

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 from scipy import stats
+
+from tsg_envs import validation
 
 Horizon = Literal["window", "shift", "day"]
 
@@ -116,59 +119,85 @@ class GameConfig:
     attacker_prior_concentration: float = 1.0
 
     def __post_init__(self) -> None:
-        def positive_int(name: str, value: int | None, allow_none: bool = False) -> None:
-            if value is None and allow_none:
-                return
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"GameConfig.{name} must be a positive integer, got {value!r}")
+        """Check every field: type, finiteness, range and the documented size bounds.
 
-        positive_int("n_resources", self.n_resources)
-        positive_int("n_methods", self.n_methods)
-        positive_int("n_risk_levels", self.n_risk_levels)
-        positive_int("team_size", self.team_size)
-        positive_int("n_flights", self.n_flights, allow_none=True)
-        if self.n_flights is None and not (
-            self.schedule.startswith("jfk:") or self.schedule.startswith("csv:")
-        ):
-            raise ValueError("n_flights=None (all flights) needs a real schedule (jfk: or csv:)")
-        if self.team_size > self.n_resources:
+        See :mod:`tsg_envs.validation`. It runs before any work, so no config can hang or blow up.
+        """
+        v = validation
+        v.check_int("n_resources", self.n_resources, low=1, high=v.MAX_RESOURCES)
+        v.check_int("n_methods", self.n_methods, low=1, high=v.MAX_METHODS)
+        v.check_int("n_risk_levels", self.n_risk_levels, low=1, high=v.MAX_RISK_LEVELS)
+        v.check_int("team_size", self.team_size, low=1, high=self.n_resources)
+        n_teams = math.comb(int(self.n_resources), int(self.team_size))
+        if n_teams > v.MAX_TEAMS:
             raise ValueError(
-                f"team_size={self.team_size} exceeds n_resources={self.n_resources}"
+                f"n_resources={self.n_resources} and team_size={self.team_size} make {n_teams} "
+                f"teams; at most {v.MAX_TEAMS} are supported"
             )
-        if self.horizon not in ("window", "shift", "day"):
-            raise ValueError(f"horizon must be 'window', 'shift' or 'day', got {self.horizon!r}")
-        if not (
+        v.check_choice("horizon", self.horizon, ("window", "shift", "day"))
+        if not isinstance(self.schedule, str) or not (
             self.schedule == "hub"
-            or self.schedule.startswith("jfk:")
-            or self.schedule.startswith("csv:")
+            or (self.schedule.startswith("jfk:") and len(self.schedule) > 4)
+            or (self.schedule.startswith("csv:") and len(self.schedule) > 4)
         ):
             raise ValueError(
-                f"schedule must be 'hub', 'jfk:YYYY-MM-DD' or 'csv:PATH', got {self.schedule!r}"
+                "schedule must be 'hub', 'jfk:YYYY-MM-DD' or 'csv:PATH', "
+                f"got {v.describe(self.schedule)}"
             )
-        lo, hi = self.flight_size_range
-        if not (1 <= lo <= hi):
-            raise ValueError(f"flight_size_range must satisfy 1 <= lo <= hi, got {(lo, hi)}")
-        if not np.isfinite(self.arrival_std) or self.arrival_std < 0:
-            raise ValueError(f"arrival_std must be >= 0 minutes, got {self.arrival_std}")
-        if not (0 <= self.arrival_cutoff < self.arrival_mean):
+        if self.n_flights is not None:
+            v.check_int("n_flights", self.n_flights, low=1, high=v.MAX_FLIGHTS)
+        elif self.schedule == "hub":
+            raise ValueError("n_flights=None (all flights) needs a real schedule (jfk: or csv:)")
+        if (
+            not isinstance(self.flight_size_range, tuple | list)
+            or len(self.flight_size_range) != 2
+        ):
+            raise TypeError(
+                "flight_size_range must be a pair (lo, hi) of integers, "
+                f"got {v.describe(self.flight_size_range)}"
+            )
+        lo = v.check_int("flight_size_range[0]", self.flight_size_range[0], low=1,
+                         high=v.MAX_FLIGHT_SIZE)
+        hi = v.check_int("flight_size_range[1]", self.flight_size_range[1], low=lo,
+                         high=v.MAX_FLIGHT_SIZE)
+        if self.n_flights is not None and self.n_flights * hi > v.MAX_PASSENGERS:
             raise ValueError(
-                "need 0 <= arrival_cutoff < arrival_mean, got "
-                f"{self.arrival_cutoff} and {self.arrival_mean}"
+                f"n_flights={self.n_flights} flights of up to {hi} passengers could make "
+                f"{self.n_flights * hi} passengers; at most {v.MAX_PASSENGERS} are supported"
             )
-        if self.capacity_ratio is not None and not self.capacity_ratio > 0:
-            raise ValueError(f"capacity_ratio must be > 0, got {self.capacity_ratio}")
-        if self.window_bind_overload is not None and not self.window_bind_overload > 0:
+        mean = v.check_real("arrival_mean", self.arrival_mean, low=0.0, low_open=True,
+                            high=v.MAX_ARRIVAL_LEAD)
+        std = v.check_real("arrival_std", self.arrival_std, low=0.0, high=v.MAX_ARRIVAL_STD)
+        cutoff = v.check_real("arrival_cutoff", self.arrival_cutoff, low=0.0)
+        if not cutoff < mean:
             raise ValueError(
-                f"window_bind_overload must be > 0 or None, got {self.window_bind_overload}"
+                f"arrival_cutoff must be < arrival_mean, got {cutoff:g} and {mean:g}"
             )
-        for name in ("relative_rate_range", "efficacy_range", "loss_range"):
-            lo_, hi_ = getattr(self, name)
-            if not lo_ <= hi_:
-                raise ValueError(f"{name} must satisfy lo <= hi, got {(lo_, hi_)}")
-        if self.relative_rate_range[0] <= 0:
-            raise ValueError("relative_rate_range must be positive")
-        if not (0 <= self.efficacy_range[0] and self.efficacy_range[1] <= 1):
-            raise ValueError("efficacy_range must lie in [0, 1]")
+        if mean + 3.0 * std > v.MAX_ARRIVAL_LEAD:
+            raise ValueError(
+                f"arrival_mean + 3 * arrival_std (the earliest arrival before departure) must be "
+                f"<= {v.MAX_ARRIVAL_LEAD:g} minutes, got {mean:g} + 3 * {std:g} = "
+                f"{mean + 3.0 * std:g}"
+            )
+        if self.capacity_ratio is not None:
+            v.check_real("capacity_ratio", self.capacity_ratio,
+                         low=v.CAPACITY_RATIO_RANGE[0], high=v.CAPACITY_RATIO_RANGE[1])
+        if self.window_bind_overload is not None:
+            v.check_real("window_bind_overload", self.window_bind_overload, low=0.0,
+                         low_open=True, high=100.0)
+        for name, low, high in (
+            ("relative_rate_range", 0.0, None),
+            ("efficacy_range", 0.0, 1.0),
+            ("loss_range", 0.0, 1e6),
+        ):
+            pair = getattr(self, name)
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise TypeError(f"{name} must be a pair (lo, hi), got {v.describe(pair)}")
+            lo_ = v.check_real(f"{name}[0]", pair[0], low=low, high=high,
+                               low_open=name == "relative_rate_range")
+            v.check_real(f"{name}[1]", pair[1], low=lo_, high=high)
+        for name in ("risk_mix_concentration", "attacker_prior_concentration"):
+            v.check_real(name, getattr(self, name), low=1e-3, high=1e3)
 
     def replace(self, **changes: object) -> GameConfig:
         """Return a copy with some fields changed (``dataclasses.replace``)."""
@@ -250,8 +279,60 @@ class Game:
         for name, (got, want) in checks.items():
             if got != want:
                 raise ValueError(f"Game.{name} has shape {got}, expected {want}")
-        if np.any(self.rates <= 0):
-            raise ValueError("Game.rates must be positive")
+        self._validate()
+
+    def _validate(self) -> None:
+        """Sizes, finiteness and ranges of a (possibly hand-built) game; see ``validation``."""
+        v = validation
+        if not isinstance(self.config, GameConfig):
+            raise TypeError(f"Game.config must be a GameConfig, got {v.describe(self.config)}")
+        r, m = self.resource_efficacy.shape
+        t, k, n_theta = self.team_members.shape[0], self.departures.shape[0], self.risk_mix.shape[0]
+        for name, size, high in (
+            ("resources", r, v.MAX_RESOURCES),
+            ("teams", t, v.MAX_TEAMS),
+            ("methods", m, v.MAX_METHODS),
+            ("risk levels", n_theta, v.MAX_RISK_LEVELS),
+            ("flights", k, v.MAX_FLIGHTS),
+        ):
+            if not 1 <= size <= high:
+                raise ValueError(f"Game has {size} {name}; between 1 and {high} are supported")
+        if self.team_members.dtype != bool or not self.team_members.any(axis=1).all():
+            raise ValueError("Game.team_members must be bool with at least one member per team")
+        for name, low, high, low_open in (
+            ("rates", 0.0, None, True),
+            ("resource_efficacy", 0.0, 1.0, False),
+            ("team_efficacy", 0.0, 1.0, False),
+            ("attacker_prior", 0.0, 1.0, False),
+            ("risk_mix", 0.0, 1.0, False),
+            ("attack_loss", 0.0, None, False),
+            ("departures", 0.0, v.MAX_DAY_MINUTES, False),
+        ):
+            v.check_real_array(f"Game.{name}", getattr(self, name), low=low, high=high,
+                               low_open=low_open)
+        for name in ("attacker_prior", "risk_mix"):
+            total = float(np.sum(getattr(self, name)))
+            if abs(total - 1.0) > 1e-9:
+                raise ValueError(f"Game.{name} must sum to 1, got sum {total!r}")
+        sizes = self.flight_sizes
+        if sizes.dtype.kind not in "iu" or np.any(sizes < 1):
+            raise ValueError(f"Game.flight_sizes must be positive integers, got {sizes}")
+        if int(sizes.sum()) > v.MAX_PASSENGERS:
+            raise ValueError(
+                f"Game has {int(sizes.sum())} passengers; at most {v.MAX_PASSENGERS} are supported"
+            )
+        mean = v.check_real("Game.arrival_mean", self.arrival_mean, low=0.0, low_open=True,
+                            high=v.MAX_ARRIVAL_LEAD)
+        std = v.check_real("Game.arrival_std", self.arrival_std, low=0.0, high=v.MAX_ARRIVAL_STD)
+        cutoff = v.check_real("Game.arrival_cutoff", self.arrival_cutoff, low=0.0, high=mean)
+        if mean + 3.0 * std > v.MAX_ARRIVAL_LEAD or cutoff > mean:
+            raise ValueError(
+                "Game needs arrival_cutoff <= arrival_mean and arrival_mean + 3 arrival_std "
+                f"<= {v.MAX_ARRIVAL_LEAD:g}, got {cutoff:g}, {mean:g}, {std:g}"
+            )
+        v.check_real("Game.day_start", self.day_start)
+        v.check_real("Game.day_length", self.day_length, low=0.0, low_open=True,
+                     high=v.MAX_DAY_MINUTES)
 
     # Sizes -----------------------------------------------------------------------------
     @property
@@ -356,11 +437,46 @@ def _departures_after_midnight(config: GameConfig, rng: np.random.Generator) -> 
         if config.horizon == "shift":
             return schedules.sample_hub_departures(config.n_flights, rng, 6 * 60.0, 12 * 60.0)
         return schedules.sample_hub_departures(config.n_flights, rng, *schedules.OPERATING_DAY)
+    where = f"schedule={config.schedule!r}"
     if config.schedule.startswith("jfk:"):
-        times = schedules.jfk_departures(config.schedule[4:])
+        try:
+            times = schedules.jfk_departures(config.schedule[4:])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
     else:
-        times = schedules.load_departures_csv(config.schedule[4:])
+        try:
+            times = schedules.load_departures_csv(config.schedule[4:])
+        except schedules.ScheduleError as exc:
+            raise schedules.ScheduleError(f"{where}: {exc}") from None
+    if config.n_flights is not None and config.n_flights > len(times):
+        raise ValueError(
+            f"n_flights={config.n_flights} exceeds the {len(times)} departures of {where}"
+        )
     return schedules.select_departures(times, config.n_flights, rng)
+
+
+def _check_schedule_size(config: GameConfig, dep_abs: np.ndarray, max_size: int) -> None:
+    """A real schedule's flight count and day length against the documented bounds."""
+    v = validation
+    k = dep_abs.shape[0]
+    where = f"schedule={config.schedule!r}"
+    if k > v.MAX_FLIGHTS:
+        raise ValueError(
+            f"{where} has {k} departures and n_flights=None keeps them all; at most "
+            f"{v.MAX_FLIGHTS} flights are supported (pass n_flights to sample fewer)"
+        )
+    if k * max_size > v.MAX_PASSENGERS:
+        raise ValueError(
+            f"{where}: {k} flights of up to {max_size} passengers could make {k * max_size} "
+            f"passengers; at most {v.MAX_PASSENGERS} are supported (pass a smaller n_flights)"
+        )
+    length = float(dep_abs.max() - dep_abs.min()) + config.arrival_latest - config.arrival_cutoff
+    if length > v.MAX_DAY_MINUTES:
+        raise ValueError(
+            f"{where}: departures from {dep_abs.min():g} to {dep_abs.max():g} minutes after "
+            f"midnight make a day of {length:g} minutes; at most {v.MAX_DAY_MINUTES:g} are "
+            "supported"
+        )
 
 
 def make_game(config: GameConfig | None = None, seed: int = 0) -> Game:
@@ -375,9 +491,10 @@ def make_game(config: GameConfig | None = None, seed: int = 0) -> Game:
         A frozen :class:`Game`.
     """
     config = GameConfig() if config is None else config
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    rng = np.random.default_rng(int(seed))
+    if not isinstance(config, GameConfig):
+        raise TypeError(f"config must be a tsg_envs.GameConfig, got {validation.describe(config)}")
+    seed = validation.check_int("seed", seed, low=0)
+    rng = np.random.default_rng(seed)
     r, m, n_theta = config.n_resources, config.n_methods, config.n_risk_levels
 
     # Independent sub-streams, so that changing one part of the config (e.g. the schedule)
@@ -387,6 +504,7 @@ def make_game(config: GameConfig | None = None, seed: int = 0) -> Game:
     dep_abs = np.asarray(_departures_after_midnight(config, rng_sched), dtype=float)
     k = dep_abs.shape[0]
     lo, hi = config.flight_size_range
+    _check_schedule_size(config, dep_abs, hi)
     flight_sizes = rng_size.integers(lo, hi + 1, size=k)
 
     team_members = np.zeros((0, r), dtype=bool)

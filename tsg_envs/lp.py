@@ -30,6 +30,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
+from tsg_envs import validation
 from tsg_envs.game import Game, arrival_window_probabilities
 from tsg_envs.polytope import _silence_highs_banner, _solve_highs
 
@@ -97,9 +98,14 @@ def window_edges(game: Game, window_minutes: float | None) -> np.ndarray:
     """
     if window_minutes is None:
         return np.array([0.0, game.day_length])
-    if not window_minutes > 0:
-        raise ValueError(f"window_minutes must be > 0 or None, got {window_minutes}")
-    edges = np.arange(0.0, game.day_length, float(window_minutes))
+    window_minutes = validation.check_real("window_minutes", window_minutes, low=0.0,
+                                           low_open=True)
+    if game.day_length / window_minutes > validation.MAX_LP_WINDOWS + 1:
+        raise ValueError(
+            f"window_minutes={window_minutes:g} cuts a day of {game.day_length:g} minutes into "
+            f"more than {validation.MAX_LP_WINDOWS} windows, the most the LP supports"
+        )
+    edges = np.arange(0.0, game.day_length, window_minutes)
     if game.day_length - edges[-1] < 1.0 and len(edges) > 1:
         edges = edges[:-1]
     return np.append(edges, game.day_length)

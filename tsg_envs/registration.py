@@ -14,7 +14,11 @@ import gymnasium as gym
 
 __all__ = ["Preset", "PRESETS", "register_all", "ENTRY_POINT"]
 
-ENTRY_POINT = "tsg_envs.env:ScreeningEnv"
+#: A factory function rather than the class: ``gym.make`` reads the entry point's ``metadata`` and,
+#: for ``render_mode="human"`` on an env without it, silently swaps in its pygame window wrapper,
+#: which then fails at the first frame. Through a plain function the requested mode reaches
+#: ``ScreeningEnv``, which refuses an unsupported one at construction, listing the supported ones.
+ENTRY_POINT = "tsg_envs.env:make_screening_env"
 
 FLIGHT_COUNTS = (5, 10, 20, 50, 100, 300)
 ARRIVAL_STDS = (15.0, 30.0, 45.0, 60.0, 90.0, 150.0)

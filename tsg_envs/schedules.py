@@ -32,8 +32,11 @@ import re
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from tsg_envs.validation import DEPARTURE_RANGE, MAX_SCHEDULE_ROWS
 
 __all__ = [
     "HUB_PROFILE",
@@ -275,71 +278,103 @@ def load_departures_csv(
         OSError: If the file cannot be opened.
     """
     where = os.fspath(path)
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
-        header: list[str] | None = None
-        for row in reader:
-            if row:
-                header = row
+    if os.path.isdir(where):
+        raise ScheduleError(f"{where}: is a directory, not a CSV file")
+    if not os.path.exists(where):
+        raise ScheduleError(f"{where}: no such file")
+    reader = None
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            return _read_departures(reader, where, column)
+    except UnicodeDecodeError as exc:
+        line = 1 if reader is None else reader.line_num + 1
+        raise ScheduleError(
+            f"{where}, line {line}: the file is not UTF-8 text ({exc.reason} at byte "
+            f"{exc.start} of the chunk read); save it as a UTF-8 CSV"
+        ) from None
+    except csv.Error as exc:
+        line = 1 if reader is None else reader.line_num
+        raise ScheduleError(f"{where}, line {line}: not a readable CSV ({exc})") from None
+    except OSError as exc:
+        raise ScheduleError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _read_departures(reader: Any, where: str, column: str | None) -> np.ndarray:
+    """The body of :func:`load_departures_csv` (reads rows from a ``csv.reader``)."""
+    lo_dep, hi_dep = DEPARTURE_RANGE
+    header: list[str] | None = None
+    for row in reader:
+        if row:
+            header = row
+            break
+    if header is None:
+        raise ScheduleError(f"{where}: the file is empty (expected a header row)")
+    header_line = reader.line_num
+    names = [name.strip() for name in header]
+    lowered = [name.lower() for name in names]
+
+    if column is None:
+        index = -1
+        is_hhmm = False
+        for wanted, hhmm in _AUTO_COLUMNS:
+            if wanted in lowered:
+                index, is_hhmm = lowered.index(wanted), hhmm
                 break
-        if header is None:
-            raise ScheduleError(f"{where}: the file is empty (expected a header row)")
-        header_line = reader.line_num
-        names = [name.strip() for name in header]
-        lowered = [name.lower() for name in names]
+        if index < 0:
+            raise ScheduleError(
+                f"{where}, line {header_line}: no departure column found; expected one of "
+                "CRS_DEP_TIME, sched_dep_time (HHMM) or departure_minutes, minutes "
+                f"(minutes after midnight); header has {names}"
+            )
+    else:
+        wanted = column.strip().lower()
+        if wanted not in lowered:
+            raise ScheduleError(
+                f"{where}, line {header_line}: column {column!r} not found; header has {names}"
+            )
+        index = lowered.index(wanted)
+        is_hhmm = "dep_time" in wanted
+    name = names[index]
+    unit = "HHMM" if is_hhmm else "minutes"
 
-        if column is None:
-            index = -1
-            is_hhmm = False
-            for wanted, hhmm in _AUTO_COLUMNS:
-                if wanted in lowered:
-                    index, is_hhmm = lowered.index(wanted), hhmm
-                    break
-            if index < 0:
-                raise ScheduleError(
-                    f"{where}, line {header_line}: no departure column found; expected one of "
-                    "CRS_DEP_TIME, sched_dep_time (HHMM) or departure_minutes, minutes "
-                    f"(minutes after midnight); header has {names}"
-                )
+    times: list[float] = []
+    for row in reader:
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        line = reader.line_num
+        cell = row[index].strip() if index < len(row) else ""
+        prefix = f"{where}, line {line}, column {name!r} ({unit})"
+        if not cell:
+            raise ScheduleError(
+                f"{prefix}: empty cell; the departure time is missing (a cancelled or "
+                "unscheduled flight?). Remove the row or fill in its scheduled time; "
+                "blank times are not guessed"
+            )
+        if is_hhmm:
+            try:
+                value = hhmm_to_minutes(cell)
+            except ValueError as exc:
+                raise ScheduleError(f"{prefix}: {exc}") from None
         else:
-            wanted = column.strip().lower()
-            if wanted not in lowered:
-                raise ScheduleError(
-                    f"{where}, line {header_line}: column {column!r} not found; header has {names}"
-                )
-            index = lowered.index(wanted)
-            is_hhmm = "dep_time" in wanted
-        name = names[index]
-        unit = "HHMM" if is_hhmm else "minutes"
-
-        times: list[float] = []
-        for row in reader:
-            if not row or all(not cell.strip() for cell in row):
-                continue
-            line = reader.line_num
-            cell = row[index].strip() if index < len(row) else ""
-            prefix = f"{where}, line {line}, column {name!r} ({unit})"
-            if not cell:
-                raise ScheduleError(
-                    f"{prefix}: empty cell; the departure time is missing (a cancelled or "
-                    "unscheduled flight?). Remove the row or fill in its scheduled time; "
-                    "blank times are not guessed"
-                )
-            if is_hhmm:
-                try:
-                    value = hhmm_to_minutes(cell)
-                except ValueError as exc:
-                    raise ScheduleError(f"{prefix}: {exc}") from None
-            else:
-                try:
-                    value = float(cell)
-                except ValueError:
-                    raise ScheduleError(f"{prefix}: {cell!r} is not a number") from None
-                if not math.isfinite(value):
-                    raise ScheduleError(f"{prefix}: {cell!r} is not a finite number")
-                if value < 0:
-                    raise ScheduleError(f"{prefix}: negative minutes {cell!r}")
-            times.append(value)
+            try:
+                value = float(cell)
+            except ValueError:
+                raise ScheduleError(f"{prefix}: {cell!r} is not a number") from None
+            if not math.isfinite(value):
+                raise ScheduleError(f"{prefix}: {cell!r} is not a finite number")
+            if value < 0:
+                raise ScheduleError(f"{prefix}: negative minutes {cell!r}")
+        if not lo_dep <= value < hi_dep:
+            raise ScheduleError(
+                f"{prefix}: departure {cell!r} is {value:g} minutes after midnight, outside "
+                f"the supported range [{lo_dep:g}, {hi_dep:g}) (48 hours)"
+            )
+        times.append(value)
+        if len(times) > MAX_SCHEDULE_ROWS:
+            raise ScheduleError(
+                f"{prefix}: more than {MAX_SCHEDULE_ROWS} departures; split the file"
+            )
 
     if not times:
         raise ScheduleError(

@@ -1,0 +1,180 @@
+"""Input validation: the documented bounds and the checks every constructor uses.
+
+Everything a user can type into ``gym.make``, a :class:`~tsg_envs.GameConfig`, a hand-built
+:class:`~tsg_envs.Game` or a schedule file is checked here, before any work is done, so that no
+input can hang construction or allocate without bound. A wrong kind of value raises
+``TypeError``; a value of the right kind outside its range raises ``ValueError``. Every message
+has the same shape: ``"<argument> must be <what is allowed>, got <value> (<type>)"``.
+
+Kinds:
+
+* a **count or a seed** is a :class:`numbers.Integral` (Python ``int`` or a numpy integer) and
+  not a ``bool``; ``1.0`` is refused, never silently truncated to another instance;
+* a **rate, time, spread or slack** is a finite :class:`numbers.Real` and not a ``bool``.
+
+Size bounds (the upper bounds are generous for the model: the registered ids stay far below them;
+``python -m tsg_envs.bench`` records construction time and peak memory at them):
+
+=============================  ==========  ==================================================
+bound                          value       what it limits
+=============================  ==========  ==================================================
+:data:`MAX_FLIGHTS`            500         flights |K| (a full JFK day has about 300)
+:data:`MAX_FLIGHT_SIZE`        1,000       passengers of one flight
+:data:`MAX_PASSENGERS`         100,000     passengers of a day (checked on the worst case)
+:data:`MAX_RESOURCES`          10          resource types |R|
+:data:`MAX_TEAMS`              45          teams |T| = C(|R|, team size)
+:data:`MAX_METHODS`            10          attack methods |M|
+:data:`MAX_RISK_LEVELS`        10          risk levels |Θ|
+:data:`MAX_ARRIVAL_LEAD`       720         earliest arrival before departure, mean + 3σ (min)
+:data:`MAX_ARRIVAL_STD`        200         σ of arrivals, minutes (the paper sweeps 2σ to 5 h)
+:data:`DEPARTURE_RANGE`        [0, 2880)   a schedule's departure, minutes after midnight
+:data:`MAX_DAY_MINUTES`        3,600       a day, first to last possible arrival (minutes)
+:data:`MIN_LP_WINDOW_MINUTES`  15          shortest window of the static LP (minutes)
+:data:`MAX_LP_WINDOWS`         240         windows of one static LP (any game)
+:data:`CAPACITY_RATIO_RANGE`   [0.1, 100]  ρ of the rate calibration
+=============================  ==========  ==================================================
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MAX_FLIGHTS",
+    "MAX_FLIGHT_SIZE",
+    "MAX_PASSENGERS",
+    "MAX_RESOURCES",
+    "MAX_TEAMS",
+    "MAX_METHODS",
+    "MAX_RISK_LEVELS",
+    "MAX_ARRIVAL_LEAD",
+    "MAX_ARRIVAL_STD",
+    "DEPARTURE_RANGE",
+    "MAX_DAY_MINUTES",
+    "MIN_LP_WINDOW_MINUTES",
+    "MAX_LP_WINDOWS",
+    "CAPACITY_RATIO_RANGE",
+    "MAX_SCHEDULE_ROWS",
+    "describe",
+    "check_int",
+    "check_real",
+    "check_choice",
+    "check_real_array",
+]
+
+MAX_FLIGHTS: int = 500
+MAX_FLIGHT_SIZE: int = 1000
+MAX_PASSENGERS: int = 100_000
+MAX_RESOURCES: int = 10
+MAX_TEAMS: int = 45
+MAX_METHODS: int = 10
+MAX_RISK_LEVELS: int = 10
+MAX_ARRIVAL_LEAD: float = 720.0
+MAX_ARRIVAL_STD: float = 200.0
+DEPARTURE_RANGE: tuple[float, float] = (0.0, 2880.0)
+MAX_DAY_MINUTES: float = 3600.0
+MIN_LP_WINDOW_MINUTES: float = 15.0
+#: Windows of one static LP (``MAX_DAY_MINUTES / MIN_LP_WINDOW_MINUTES``); bounds direct calls of
+#: the LP on hand-built games, whose windows the environment's minimum does not cover.
+MAX_LP_WINDOWS: int = 240
+CAPACITY_RATIO_RANGE: tuple[float, float] = (0.1, 100.0)
+#: Data rows a schedule file may hold (a month of a large airport's departures fits).
+MAX_SCHEDULE_ROWS: int = 1_000_000
+
+
+def describe(value: Any) -> str:
+    """``repr`` of a value with its type, shortened: ``1.5 (float)``."""
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is None and high is None:
+        return ""
+    if high is None:
+        return f" {'>' if low_open else '>='} {low:g}"
+    if low is None:
+        return f" {'<' if high_open else '<='} {high:g}"
+    return f" in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+
+def check_int(
+    name: str, value: Any, *, low: int | None = None, high: int | None = None
+) -> int:
+    """A count or seed: an integral, not a bool, in [low, high]; returns it as ``int``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be an integer{_range_text(low, high, False, False)}, "
+            f"got {describe(value)}"
+        )
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise ValueError(
+            f"{name} must be an integer{_range_text(low, high, False, False)}, "
+            f"got {describe(value)}"
+        )
+    return v
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """A finite real (not a bool) in the given range; returns it as ``float``."""
+    what = f"a finite number{_range_text(low, high, low_open, high_open)}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {what}, got {describe(value)}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be {what}, got {describe(value)}")
+    if low is not None and (v <= low if low_open else v < low):
+        raise ValueError(f"{name} must be {what}, got {describe(value)}")
+    if high is not None and (v >= high if high_open else v > high):
+        raise ValueError(f"{name} must be {what}, got {describe(value)}")
+    return v
+
+
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    """One of a few strings."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {allowed}, got {describe(value)}")
+    return value
+
+
+def check_real_array(
+    name: str,
+    value: Any,
+    *,
+    shape: tuple[int, ...] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+) -> np.ndarray:
+    """An array of finite reals (a fresh float64 copy), optionally of a shape and in a range."""
+    arr = np.array(value, copy=True)
+    if arr.dtype == object or arr.dtype.kind not in "biuf" or arr.dtype.kind == "b":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {arr}")
+    what = f"every entry of {name} must be{_range_text(low, high, low_open, False)}"
+    if low is not None and np.any(arr <= low if low_open else arr < low):
+        raise ValueError(f"{what}, got {arr}")
+    if high is not None and np.any(arr > high):
+        raise ValueError(f"{what}, got {arr}")
+    return arr
