@@ -308,10 +308,10 @@ class ScreeningEnv(gym.Env):
             if self.invalid_action == "raise":
                 raise ValueError(self._describe_violation(c, a, excess, total))
             s = np.maximum(a, 0.0)
+            smax = s.max()
+            if excess is None and smax > 0:  # huge entries: scale first, so no sum overflows
+                s /= smax
             ssum = s.sum()
-            if not math.isfinite(ssum):  # a huge finite proposal: scale before summing
-                s /= s.max()
-                ssum = s.sum()
             s = s / ssum if ssum > 0 else self.polytopes.centers[c].copy()
             if self.invalid_action == "project":
                 executed = alpha_project(
@@ -472,14 +472,14 @@ class ScreeningEnv(gym.Env):
         p = a.tolist()
         try:
             total = math.fsum(p)
-        except OverflowError:  # finite entries whose sum overflows
-            total = math.inf
+        except OverflowError:  # the running sum overflowed before any NaN or inf was seen
+            total = math.inf if bool(np.isfinite(a).all()) else math.nan
         except ValueError:  # inf - inf
             total = math.nan
-        amin, amax = min(p), max(p)
-        if not (math.isfinite(amin) and math.isfinite(amax)):  # NaN compares False: checked
+        if total != total:  # NaN: some entry is NaN, or inf and -inf meet
             raise ValueError(f"action must be finite, got {a}")
-        if total != total:  # pragma: no cover - a NaN sum needs a non-finite entry
+        amin, amax = min(p), max(p)
+        if not (math.isfinite(amin) and math.isfinite(amax)):  # a lone +inf or -inf
             raise ValueError(f"action must be finite, got {a}")
         if amax > _HUGE or amin < -_HUGE:
             # Row products could overflow (to inf, or NaN from inf - inf): far off the simplex.
