@@ -40,6 +40,10 @@ from tsg_envs.lp import solve_window_lp
 from tsg_envs.polytope import build_polytopes
 
 __all__ = [
+    "BOUND_CORNERS",
+    "ConstructionCost",
+    "construction_costs",
+    "format_bounds",
     "BenchConfig",
     "SpeedResult",
     "LPTiming",
@@ -293,6 +297,138 @@ def format_report(
     return "\n".join(lines)
 
 
+#: The corners of the documented input bounds (:mod:`tsg_envs.validation`), each the most
+#: expensive construction its bounds admit: name -> (what it pushes, ``ScreeningEnv`` kwargs).
+#: ``"csv:<long day>"`` is replaced by a generated schedule of 250 departures over 48 hours.
+BOUND_CORNERS: dict[str, tuple[str, dict]] = {
+    "flights": (
+        "500 flights (MAX_FLIGHTS; 2,500 categories x 10 teams = MAX_ALLOCATIONS), day horizon",
+        {"config": GameConfig(horizon="day", n_flights=500)},
+    ),
+    "passengers": (
+        "100 flights of 1,000 passengers (MAX_PASSENGERS), day horizon",
+        {"config": GameConfig(horizon="day", n_flights=100, flight_size_range=(1000, 1000))},
+    ),
+    "day-window": (
+        "a 3,563-minute day (departures over 48 h, arrival lead 720 min) cut into 15-minute LP "
+        "windows: 238 windows x 1,250 categories x 10 teams, near MAX_LP_SIZE",
+        {
+            "config": GameConfig(
+                horizon="day", n_flights=None, schedule="csv:<long day>",
+                arrival_mean=120.0, arrival_std=200.0,
+            ),
+            "lp_window_minutes": 15.0,
+        },
+    ),
+    "teams-methods": (
+        "10 resources (45 teams), 10 methods, 10 risk levels, 55 flights (24,750 allocations)",
+        {"config": GameConfig(horizon="day", n_flights=55, n_resources=10, n_methods=10,
+                              n_risk_levels=10)},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ConstructionCost:
+    """Construction of one bound corner, measured in a fresh process.
+
+    Attributes:
+        corner: Key of :data:`BOUND_CORNERS`.
+        description: What it pushes to its bound.
+        wall_seconds: Wall time of ``ScreeningEnv(**kwargs)`` (LP, polytopes included).
+        cpu_seconds: CPU time of the same.
+        peak_mib: Peak resident memory of the whole process (imports included), MiB.
+        n_passengers: Passengers of the day.
+        n_categories: Categories.
+        n_teams: Teams.
+        n_windows: LP windows.
+    """
+
+    corner: str
+    description: str
+    wall_seconds: float
+    cpu_seconds: float
+    peak_mib: float
+    n_passengers: int
+    n_categories: int
+    n_teams: int
+    n_windows: int
+
+
+def _construct_corner(name: str) -> dict:
+    """Build one corner's env in this process and return its costs (the child's job)."""
+    import resource
+    import tempfile
+
+    description, kwargs = BOUND_CORNERS[name]
+    kwargs = dict(kwargs)
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = kwargs["config"]
+        if cfg.schedule == "csv:<long day>":
+            path = Path(tmp) / "long_day.csv"
+            times = np.sort(np.random.default_rng(0).uniform(0.0, 2879.0, 250))
+            path.write_text("minutes\n" + "\n".join(f"{x:.1f}" for x in times) + "\n")
+            kwargs["config"] = cfg.replace(schedule=f"csv:{path}")
+        c0, t0 = time.process_time(), time.perf_counter()
+        env = tsg_envs.ScreeningEnv(**kwargs)
+        c1, t1 = time.process_time(), time.perf_counter()
+    g = env.game
+    return dataclasses.asdict(
+        ConstructionCost(
+            corner=name,
+            description=description,
+            wall_seconds=t1 - t0,
+            cpu_seconds=c1 - c0,
+            peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            n_passengers=g.n_passengers,
+            n_categories=g.n_categories,
+            n_teams=g.n_teams,
+            n_windows=env.lp_solution.n_windows,
+        )
+    )
+
+
+def construction_costs(corners: tuple[str, ...] = tuple(BOUND_CORNERS)) -> list[ConstructionCost]:
+    """Construction time and peak memory at each bound corner, each in a fresh process."""
+    import json
+    import sys
+
+    rows = []
+    for name in corners:
+        out = subprocess.run(
+            [sys.executable, "-m", "tsg_envs.bench", "--construct", name],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        rows.append(ConstructionCost(**json.loads(out.strip().splitlines()[-1])))
+    return rows
+
+
+def format_bounds(rows: list[ConstructionCost]) -> str:
+    """Markdown table of :func:`construction_costs`."""
+    lines = [
+        "| corner | passengers | categories x teams | LP windows | construction, s "
+        "(CPU) | peak memory, MiB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.description} | {r.n_passengers:,} | {r.n_categories:,} x {r.n_teams} "
+            f"| {r.n_windows} | {r.wall_seconds:.1f} ({r.cpu_seconds:.1f}) | {r.peak_mib:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def replace_block(path: Path, name: str, text: str) -> None:
+    """Replace the text between ``<!-- name:begin -->`` and ``<!-- name:end -->`` in a file."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    doc = path.read_text(encoding="utf-8")
+    if begin not in doc or end not in doc:
+        raise ValueError(f"{path} has no {begin} ... {end} block")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n{text}\n{end}{tail}", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m tsg_envs.bench``."""
     parser = argparse.ArgumentParser(prog="python -m tsg_envs.bench", description=__doc__,
@@ -305,7 +441,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flights", type=int, nargs="*", default=None,
                         help="flight counts of the LP timings (none: skip them)")
     parser.add_argument("--skip-speed", action="store_true", help="only the LP timings")
+    parser.add_argument("--bounds", metavar="JSON", default=None,
+                        help="measure construction at the input bounds (each corner in a fresh "
+                        "process), write the rows to JSON and the README's bounds block; "
+                        "nothing else is run")
+    parser.add_argument("--readme", default=None, help="README to update with --bounds")
+    parser.add_argument("--construct", choices=sorted(BOUND_CORNERS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.construct:
+        import json
+
+        print(json.dumps(_construct_corner(args.construct)))
+        return 0
+    if args.bounds:
+        import json
+
+        rows = construction_costs()
+        info = machine_info()
+        payload = {"machine": info, "command": "python -m tsg_envs.bench --bounds " + args.bounds,
+                   "rows": [dataclasses.asdict(r) for r in rows]}
+        Path(args.bounds).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        table = format_bounds(rows)
+        print(table)
+        if args.readme:
+            machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
+            replace_block(Path(args.readme), "bounds",
+                          f"{table}\n\n({machine}; `{payload['command']} --readme "
+                          f"{args.readme}` from `{args.bounds}`)")
+        return 0
     config = QUICK if args.quick else BenchConfig()
     changes: dict[str, object] = {"env_id": args.env}
     if args.pairs is not None:

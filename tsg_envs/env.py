@@ -18,7 +18,7 @@ from gymnasium import spaces
 from tsg_envs import validation
 from tsg_envs.dynamics import Arrivals, QueueMode, ScreeningDay, sample_arrivals
 from tsg_envs.game import Game, GameConfig, make_game
-from tsg_envs.lp import WindowLPSolution, solve_window_lp
+from tsg_envs.lp import WindowLPSolution, solve_window_lp, window_edges
 from tsg_envs.polytope import FEASIBILITY_TOL, Polytope, PolytopeSet, alpha_project, build_polytopes
 
 InvalidAction = Literal["project", "raise", "penalize"]
@@ -36,6 +36,16 @@ __all__ = [
 DEFAULT_RISK_SLACK: float = 0.01
 #: Default penalty per unit of violation in ``invalid_action="penalize"`` mode.
 DEFAULT_VIOLATION_PENALTY: float = 100.0
+
+class _FromConfig:
+    """Default of the game kwargs: take the value from ``config`` (or ``GameConfig()``)."""
+
+    def __repr__(self) -> str:
+        return "<from config>"
+
+
+#: The default of ``n_flights``: the config's value (None means every departure of a real day).
+FROM_CONFIG = _FromConfig()
 
 _POLYTOPE_CACHE: OrderedDict = OrderedDict()
 #: Proposal entries beyond this magnitude are far off the simplex; measuring their rows could
@@ -135,9 +145,10 @@ class ScreeningEnv(gym.Env):
     ## Arguments
     | kwarg | default | meaning |
     |---|---|---|
-    | ``n_flights`` | 10 | flights |K| |
-    | ``arrival_std`` | 45.0 | σ of arrivals, minutes |
-    | ``horizon`` | ``"shift"`` | ``"window"``, ``"shift"`` or ``"day"`` |
+    | ``n_flights`` | from config (10) | flights |K|, 1 to 500; None: every departure of a |
+    |  |  | real schedule (``jfk:``/``csv:``) |
+    | ``arrival_std`` | from config (45.0) | σ of arrivals, minutes, 0 to 200 |
+    | ``horizon`` | from config (``"shift"``) | ``"window"``, ``"shift"`` or ``"day"`` |
     | ``instance_seed`` | 0 | fixes the ``Game`` |
     | ``queue_mode`` | ``"expected"`` | or ``"sampled"`` |
     | ``invalid_action`` | ``"project"`` | or ``"raise"``, ``"penalize"`` |
@@ -147,7 +158,8 @@ class ScreeningEnv(gym.Env):
     | ``schedule`` | ``"hub"`` | ``"hub"``, ``"jfk:YYYY-MM-DD"``, ``"csv:PATH"`` |
     | ``capacity_ratio`` | None | ρ of the rate calibration (None: horizon default) |
     | ``violation_penalty`` | 100.0 | penalty per unit violation (``"penalize"``) |
-    | ``config`` | None | a full ``GameConfig``; the kwargs above override its fields |
+    | ``config`` | None | a full ``GameConfig`` (None: ``GameConfig()``); the game kwargs |
+    |  |  | above override its fields when given, and keep its values when left out |
     | ``game`` | None | a ready ``Game`` instance (e.g. hand-built); when given, it is used as is |
     |  |  | and ``config``, ``instance_seed`` and the instance kwargs above are ignored |
 
@@ -166,9 +178,9 @@ class ScreeningEnv(gym.Env):
 
     def __init__(
         self,
-        n_flights: int | None = 10,
-        arrival_std: float | None = 45.0,
-        horizon: str | None = "shift",
+        n_flights: int | None | _FromConfig = FROM_CONFIG,
+        arrival_std: float | None = None,
+        horizon: str | None = None,
         instance_seed: int = 0,
         queue_mode: QueueMode = "expected",
         invalid_action: InvalidAction = "project",
@@ -210,8 +222,9 @@ class ScreeningEnv(gym.Env):
             )
         if config is not None and not isinstance(config, GameConfig):
             raise TypeError(f"config must be a tsg_envs.GameConfig, got {v.describe(config)}")
+        # Game kwargs left out keep the config's value (GameConfig()'s without a config): a
+        # default here would silently override a config passed in.
         overrides = {
-            "n_flights": n_flights,
             "arrival_std": arrival_std,
             "horizon": horizon,
             "schedule": schedule,
@@ -224,8 +237,8 @@ class ScreeningEnv(gym.Env):
         else:
             base = config if config is not None else GameConfig()
             changes = {key: val for key, val in overrides.items() if val is not None}
-            if config is None and n_flights is None:
-                changes["n_flights"] = None
+            if n_flights is not FROM_CONFIG:
+                changes["n_flights"] = n_flights  # None: every departure of a real schedule
             cfg = base.replace(**changes)  # GameConfig checks every field
 
         # Constants of the instance --------------------------------------------------------
@@ -238,6 +251,7 @@ class ScreeningEnv(gym.Env):
         if lp_window_minutes == "auto":
             lp_window_minutes = None if cfg.horizon == "window" else 60.0
         self.lp_window_minutes: float | None = lp_window_minutes  # minutes
+        window_edges(self.game, lp_window_minutes)  # the LP's size bound, before any solve
         if risk_bound is None:
             psi = self.lp_solution.psi * (1.0 + self.risk_slack)
         else:

@@ -160,6 +160,8 @@ class GameConfig:
                          high=v.MAX_FLIGHT_SIZE)
         hi = v.check_int("flight_size_range[1]", self.flight_size_range[1], low=lo,
                          high=v.MAX_FLIGHT_SIZE)
+        if self.n_flights is not None:
+            v.check_allocations(self.n_risk_levels, self.n_flights, n_teams, "GameConfig")
         if self.n_flights is not None and self.n_flights * hi > v.MAX_PASSENGERS:
             raise ValueError(
                 f"n_flights={self.n_flights} flights of up to {hi} passengers could make "
@@ -297,6 +299,7 @@ class Game:
         ):
             if not 1 <= size <= high:
                 raise ValueError(f"Game has {size} {name}; between 1 and {high} are supported")
+        v.check_allocations(n_theta, k, t, "Game")
         if self.team_members.dtype != bool or not self.team_members.any(axis=1).all():
             raise ValueError("Game.team_members must be bool with at least one member per team")
         for name, low, high, low_open in (
@@ -465,6 +468,8 @@ def _check_schedule_size(config: GameConfig, dep_abs: np.ndarray, max_size: int)
             f"{where} has {k} departures and n_flights=None keeps them all; at most "
             f"{v.MAX_FLIGHTS} flights are supported (pass n_flights to sample fewer)"
         )
+    v.check_allocations(config.n_risk_levels, k, math.comb(config.n_resources, config.team_size),
+                        where)
     if k * max_size > v.MAX_PASSENGERS:
         raise ValueError(
             f"{where}: {k} flights of up to {max_size} passengers could make {k * max_size} "

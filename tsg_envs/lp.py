@@ -22,6 +22,7 @@ optimal face is not, and is whatever vertex this path lands on.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -100,10 +101,15 @@ def window_edges(game: Game, window_minutes: float | None) -> np.ndarray:
         return np.array([0.0, game.day_length])
     window_minutes = validation.check_real("window_minutes", window_minutes, low=0.0,
                                            low_open=True)
-    if game.day_length / window_minutes > validation.MAX_LP_WINDOWS + 1:
+    n_windows = math.ceil(game.day_length / window_minutes)
+    size = n_windows * game.n_categories * game.n_teams
+    if n_windows > validation.MAX_LP_WINDOWS + 1 or size > validation.MAX_LP_SIZE:
         raise ValueError(
             f"window_minutes={window_minutes:g} cuts a day of {game.day_length:g} minutes into "
-            f"more than {validation.MAX_LP_WINDOWS} windows, the most the LP supports"
+            f"{n_windows} windows; with {game.n_categories} categories x {game.n_teams} teams "
+            f"that is {size} allocation variables. The LP supports at most "
+            f"{validation.MAX_LP_WINDOWS} windows and {validation.MAX_LP_SIZE} variables: use "
+            "longer windows or fewer flights"
         )
     edges = np.arange(0.0, game.day_length, window_minutes)
     if game.day_length - edges[-1] < 1.0 and len(edges) > 1:

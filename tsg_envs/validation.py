@@ -31,6 +31,8 @@ bound                          value       what it limits
 :data:`MAX_DAY_MINUTES`        3,600       a day, first to last possible arrival (minutes)
 :data:`MIN_LP_WINDOW_MINUTES`  15          shortest window of the static LP (minutes)
 :data:`MAX_LP_WINDOWS`         240         windows of one static LP (any game)
+:data:`MAX_ALLOCATIONS`        25,000      categories × teams, |Θ|·|K|·|T| (one LP window)
+:data:`MAX_LP_SIZE`            3,000,000   windows × categories × teams (one static LP)
 :data:`CAPACITY_RATIO_RANGE`   [0.1, 100]  ρ of the rate calibration
 =============================  ==========  ==================================================
 """
@@ -58,6 +60,9 @@ __all__ = [
     "MAX_DAY_MINUTES",
     "MIN_LP_WINDOW_MINUTES",
     "MAX_LP_WINDOWS",
+    "MAX_ALLOCATIONS",
+    "MAX_LP_SIZE",
+    "check_allocations",
     "CAPACITY_RATIO_RANGE",
     "MAX_SCHEDULE_ROWS",
     "describe",
@@ -79,6 +84,12 @@ MAX_ARRIVAL_STD: float = 200.0
 DEPARTURE_RANGE: tuple[float, float] = (0.0, 2880.0)
 MAX_DAY_MINUTES: float = 3600.0
 MIN_LP_WINDOW_MINUTES: float = 15.0
+#: Allocation variables of one LP window, categories × teams (|Θ|·|K|·|T|): 500 flights of the
+#: default game (5 risk levels, 10 teams); bounds the polytope tensors and each window's LP.
+MAX_ALLOCATIONS: int = 25_000
+#: Allocation variables of a whole static LP, windows × categories × teams; bounds its solve time
+#: (about half a minute at the bound on the 2-core reference machine).
+MAX_LP_SIZE: int = 3_000_000
 #: Windows of one static LP (``MAX_DAY_MINUTES / MIN_LP_WINDOW_MINUTES``); bounds direct calls of
 #: the LP on hand-built games, whose windows the environment's minimum does not cover.
 MAX_LP_WINDOWS: int = 240
@@ -178,3 +189,14 @@ def check_real_array(
     if high is not None and np.any(arr > high):
         raise ValueError(f"{what}, got {arr}")
     return arr
+
+
+def check_allocations(n_risk_levels: int, n_flights: int, n_teams: int, where: str) -> None:
+    """|Θ|·|K|·|T| against :data:`MAX_ALLOCATIONS` (``where`` names the input)."""
+    size = int(n_risk_levels) * int(n_flights) * int(n_teams)
+    if size > MAX_ALLOCATIONS:
+        raise ValueError(
+            f"{where}: {n_risk_levels} risk levels x {n_flights} flights x {n_teams} teams = "
+            f"{size} allocation variables per LP window; at most {MAX_ALLOCATIONS} are supported "
+            "(fewer flights, risk levels or teams)"
+        )
