@@ -96,13 +96,27 @@ class ScreeningEnv(gym.Env):
     | ``radius`` | float | the centre's margin, > 0 |
 
     i.e. P_θ (1 - z_m) L_{κ,m} ≤ ψ_θ with z_m = Σ_t E_{t,m} π_t. The stacked tensors of all
-    categories are ``env.unwrapped.polytopes`` (a ``PolytopeSet``). An action violating any row
-    by more than 1e-6 (``tsg_envs.FEASIBILITY_TOL``) is handled by ``invalid_action``:
-    ``"project"`` (default) clips at 0, renormalises and α-projects it toward the centre before
-    executing it; ``"raise"`` raises ``ValueError`` naming the category, the row and the amount;
-    ``"penalize"`` executes the renormalised action as proposed (breaking the bound) and
-    subtracts ``violation_penalty × violation`` from the reward. NaN, inf and a wrong shape
-    raise ``ValueError`` in every mode.
+    categories are ``env.unwrapped.polytopes`` (a ``PolytopeSet``).
+
+    A proposal's violation is max(max_i(a_i·π - b_i), |Σπ - 1|, max(-π)), measured on the action
+    as proposed (``info["proposed_violation"]``). A proposal within 1e-6
+    (``tsg_envs.FEASIBILITY_TOL``) is accepted in every mode; what executes is its renormalised
+    form (clipped at 0, divided by its sum; the proposal itself, bit for bit, when it already is
+    on the simplex), α-projected toward the centre if renormalising took it past the tolerance,
+    so the executed action satisfies every row, the simplex and π ≥ 0 within 1e-6. A proposal
+    outside the tolerance is handled by ``invalid_action``:
+
+    * ``"project"`` (default): clip at 0, renormalise (the centre if nothing is left) and
+      α-project toward the centre; that feasible action executes;
+    * ``"raise"``: ``ValueError`` naming the category, the row and the amount;
+    * ``"penalize"``: the renormalised action executes as proposed, even though it breaks the
+      bound, and ``violation_penalty × e`` is subtracted from the reward, with e = max(0,
+      max_m(a_m·s - b_m)) the risk rows' excess of the executed (renormalised) action s. On the
+      simplex e is bounded, so every finite proposal gives a finite reward; a proposal off the
+      simplex whose renormalised form meets the bound is not penalised.
+
+    NaN, inf and a wrong shape raise ``ValueError`` in every mode. ``env.unwrapped.check_action``
+    applies the same checks without stepping.
 
     ## Observation Space
     A flat ``Box(float32)`` of size 2C + R + T + 1; ``env.unwrapped.obs_layout`` maps names to
@@ -149,19 +163,27 @@ class ScreeningEnv(gym.Env):
     |  |  | real schedule (``jfk:``/``csv:``) |
     | ``arrival_std`` | from config (45.0) | σ of arrivals, minutes, 0 to 200 |
     | ``horizon`` | from config (``"shift"``) | ``"window"``, ``"shift"`` or ``"day"`` |
-    | ``instance_seed`` | 0 | fixes the ``Game`` |
+    | ``instance_seed`` | 0 | fixes the ``Game``; an integer >= 0 (``1.0`` is refused) |
     | ``queue_mode`` | ``"expected"`` | or ``"sampled"`` |
     | ``invalid_action`` | ``"project"`` | or ``"raise"``, ``"penalize"`` |
     | ``risk_bound`` | None | ψ, shape (Θ,); None: LP ψ × (1 + ``risk_slack``) |
-    | ``risk_slack`` | 0.01 | slack on the LP's ψ |
-    | ``lp_window_minutes`` | 60 (None for ``"window"``) | window of the LP that sets ψ |
+    | ``risk_slack`` | 0.01 | slack on the LP's ψ, 0 to 100 |
+    | ``lp_window_minutes`` | ``"auto"``: 60 (None, one window, | window of the LP that sets ψ, |
+    |  | for ``"window"``) | 15 to 3,600 minutes, or None |
     | ``schedule`` | ``"hub"`` | ``"hub"``, ``"jfk:YYYY-MM-DD"``, ``"csv:PATH"`` |
-    | ``capacity_ratio`` | None | ρ of the rate calibration (None: horizon default) |
-    | ``violation_penalty`` | 100.0 | penalty per unit violation (``"penalize"``) |
+    | ``capacity_ratio`` | None | ρ of the rate calibration, 0.1 to 100 (None: horizon |
+    |  |  | default) |
+    | ``violation_penalty`` | 100.0 | penalty per unit risk excess (``"penalize"``), 0 to 1e6 |
+    | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (no ``"human"``: no display |
+    |  |  | stack is shipped; an unsupported mode fails at construction) |
     | ``config`` | None | a full ``GameConfig`` (None: ``GameConfig()``); the game kwargs |
     |  |  | above override its fields when given, and keep its values when left out |
     | ``game`` | None | a ready ``Game`` instance (e.g. hand-built); when given, it is used as is |
     |  |  | and ``config``, ``instance_seed`` and the instance kwargs above are ignored |
+
+    Every argument is checked at construction, before any work, against the bounds of
+    :mod:`tsg_envs.validation` (at most 500 flights, 100,000 passengers, ...): a wrong kind of
+    value raises ``TypeError``, an out-of-range one ``ValueError``, naming the argument.
 
     ```python
     import gymnasium as gym
@@ -196,11 +218,13 @@ class ScreeningEnv(gym.Env):
     ) -> None:
         # Every argument is checked here, before any work (validation's bounds and messages).
         v = validation
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+        if render_mode is not None and (
+            not isinstance(render_mode, str) or render_mode not in self.metadata["render_modes"]
+        ):
             hint = (
                 " ('human' needs a display stack tsg-envs does not ship: use 'rgb_array' and "
                 "show the frames yourself)"
-                if render_mode == "human"
+                if isinstance(render_mode, str) and render_mode == "human"
                 else ""
             )
             raise ValueError(
@@ -210,8 +234,10 @@ class ScreeningEnv(gym.Env):
         v.check_choice("invalid_action", invalid_action, ("project", "raise", "penalize"))
         v.check_choice("queue_mode", queue_mode, ("expected", "sampled"))
         instance_seed = v.check_int("instance_seed", instance_seed, low=0)
-        risk_slack = v.check_real("risk_slack", risk_slack, low=0.0)
-        violation_penalty = v.check_real("violation_penalty", violation_penalty, low=0.0)
+        risk_slack = v.check_real("risk_slack", risk_slack, low=0.0, high=v.MAX_RISK_SLACK)
+        violation_penalty = v.check_real(
+            "violation_penalty", violation_penalty, low=0.0, high=v.MAX_VIOLATION_PENALTY
+        )
         if isinstance(lp_window_minutes, str):
             v.check_choice("lp_window_minutes (a number of minutes, None or)", lp_window_minutes,
                            ("auto",))

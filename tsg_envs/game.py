@@ -124,11 +124,19 @@ class GameConfig:
         See :mod:`tsg_envs.validation`. It runs before any work, so no config can hang or blow up.
         """
         v = validation
-        v.check_int("n_resources", self.n_resources, low=1, high=v.MAX_RESOURCES)
-        v.check_int("n_methods", self.n_methods, low=1, high=v.MAX_METHODS)
-        v.check_int("n_risk_levels", self.n_risk_levels, low=1, high=v.MAX_RISK_LEVELS)
-        v.check_int("team_size", self.team_size, low=1, high=self.n_resources)
-        n_teams = math.comb(int(self.n_resources), int(self.team_size))
+
+        def keep(name: str, value: object) -> None:
+            # Store the checked value as a plain Python int/float (a numpy int8 count would
+            # otherwise overflow in later arithmetic, and equal configs would hash differently).
+            object.__setattr__(self, name, value)
+
+        keep("n_resources", v.check_int("n_resources", self.n_resources, low=1,
+                                        high=v.MAX_RESOURCES))
+        keep("n_methods", v.check_int("n_methods", self.n_methods, low=1, high=v.MAX_METHODS))
+        keep("n_risk_levels", v.check_int("n_risk_levels", self.n_risk_levels, low=1,
+                                          high=v.MAX_RISK_LEVELS))
+        keep("team_size", v.check_int("team_size", self.team_size, low=1, high=self.n_resources))
+        n_teams = math.comb(self.n_resources, self.team_size)
         if n_teams > v.MAX_TEAMS:
             raise ValueError(
                 f"n_resources={self.n_resources} and team_size={self.team_size} make {n_teams} "
@@ -145,7 +153,8 @@ class GameConfig:
                 f"got {v.describe(self.schedule)}"
             )
         if self.n_flights is not None:
-            v.check_int("n_flights", self.n_flights, low=1, high=v.MAX_FLIGHTS)
+            keep("n_flights", v.check_int("n_flights", self.n_flights, low=1,
+                                          high=v.MAX_FLIGHTS))
         elif self.schedule == "hub":
             raise ValueError("n_flights=None (all flights) needs a real schedule (jfk: or csv:)")
         if (
@@ -160,6 +169,7 @@ class GameConfig:
                          high=v.MAX_FLIGHT_SIZE)
         hi = v.check_int("flight_size_range[1]", self.flight_size_range[1], low=lo,
                          high=v.MAX_FLIGHT_SIZE)
+        keep("flight_size_range", (lo, hi))
         if self.n_flights is not None:
             v.check_allocations(self.n_risk_levels, self.n_flights, n_teams, "GameConfig")
         if self.n_flights is not None and self.n_flights * hi > v.MAX_PASSENGERS:
@@ -169,8 +179,11 @@ class GameConfig:
             )
         mean = v.check_real("arrival_mean", self.arrival_mean, low=0.0, low_open=True,
                             high=v.MAX_ARRIVAL_LEAD)
-        std = v.check_real("arrival_std", self.arrival_std, low=0.0, high=v.MAX_ARRIVAL_STD)
+        std = v.check_arrival_std("arrival_std", self.arrival_std)
         cutoff = v.check_real("arrival_cutoff", self.arrival_cutoff, low=0.0)
+        keep("arrival_mean", mean)
+        keep("arrival_std", std)
+        keep("arrival_cutoff", cutoff)
         if not cutoff < mean:
             raise ValueError(
                 f"arrival_cutoff must be < arrival_mean, got {cutoff:g} and {mean:g}"
@@ -182,11 +195,15 @@ class GameConfig:
                 f"{mean + 3.0 * std:g}"
             )
         if self.capacity_ratio is not None:
-            v.check_real("capacity_ratio", self.capacity_ratio,
-                         low=v.CAPACITY_RATIO_RANGE[0], high=v.CAPACITY_RATIO_RANGE[1])
+            keep("capacity_ratio", v.check_real(
+                "capacity_ratio", self.capacity_ratio,
+                low=v.CAPACITY_RATIO_RANGE[0], high=v.CAPACITY_RATIO_RANGE[1],
+            ))
         if self.window_bind_overload is not None:
-            v.check_real("window_bind_overload", self.window_bind_overload, low=0.0,
-                         low_open=True, high=100.0)
+            keep("window_bind_overload", v.check_real(
+                "window_bind_overload", self.window_bind_overload, low=0.0, low_open=True,
+                high=100.0,
+            ))
         for name, low, high in (
             ("relative_rate_range", 0.0, None),
             ("efficacy_range", 0.0, 1.0),
@@ -197,9 +214,10 @@ class GameConfig:
                 raise TypeError(f"{name} must be a pair (lo, hi), got {v.describe(pair)}")
             lo_ = v.check_real(f"{name}[0]", pair[0], low=low, high=high,
                                low_open=name == "relative_rate_range")
-            v.check_real(f"{name}[1]", pair[1], low=lo_, high=high)
+            hi_ = v.check_real(f"{name}[1]", pair[1], low=lo_, high=high)
+            keep(name, (lo_, hi_))
         for name in ("risk_mix_concentration", "attacker_prior_concentration"):
-            v.check_real(name, getattr(self, name), low=1e-3, high=1e3)
+            keep(name, v.check_real(name, getattr(self, name), low=1e-3, high=1e3))
 
     def replace(self, **changes: object) -> GameConfig:
         """Return a copy with some fields changed (``dataclasses.replace``)."""
@@ -216,6 +234,20 @@ class GameConfig:
     def arrival_latest(self) -> float:
         """Latest arrival, minutes before departure (the truncation's upper end)."""
         return self.arrival_mean + 3.0 * self.arrival_std
+
+
+#: The array fields of a :class:`Game` and their number of dimensions.
+_GAME_ARRAYS: dict[str, int] = {
+    "rates": 1,
+    "team_members": 2,
+    "resource_efficacy": 2,
+    "team_efficacy": 2,
+    "attacker_prior": 1,
+    "risk_mix": 1,
+    "attack_loss": 2,
+    "departures": 1,
+    "flight_sizes": 1,
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,6 +295,16 @@ class Game:
     key: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        for name, ndim in _GAME_ARRAYS.items():
+            value = getattr(self, name)
+            if not isinstance(value, np.ndarray):
+                raise TypeError(
+                    f"Game.{name} must be a numpy array, got {validation.describe(value)}"
+                )
+            if value.ndim != ndim:
+                raise ValueError(
+                    f"Game.{name} must be {ndim}-D, got shape {value.shape}"
+                )
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, np.ndarray):
@@ -303,12 +345,12 @@ class Game:
         if self.team_members.dtype != bool or not self.team_members.any(axis=1).all():
             raise ValueError("Game.team_members must be bool with at least one member per team")
         for name, low, high, low_open in (
-            ("rates", 0.0, None, True),
+            ("rates", v.RATE_RANGE[0], v.RATE_RANGE[1], False),
             ("resource_efficacy", 0.0, 1.0, False),
             ("team_efficacy", 0.0, 1.0, False),
             ("attacker_prior", 0.0, 1.0, False),
             ("risk_mix", 0.0, 1.0, False),
-            ("attack_loss", 0.0, None, False),
+            ("attack_loss", 0.0, 1e6, False),
             ("departures", 0.0, v.MAX_DAY_MINUTES, False),
         ):
             v.check_real_array(f"Game.{name}", getattr(self, name), low=low, high=high,
@@ -326,7 +368,7 @@ class Game:
             )
         mean = v.check_real("Game.arrival_mean", self.arrival_mean, low=0.0, low_open=True,
                             high=v.MAX_ARRIVAL_LEAD)
-        std = v.check_real("Game.arrival_std", self.arrival_std, low=0.0, high=v.MAX_ARRIVAL_STD)
+        std = v.check_arrival_std("Game.arrival_std", self.arrival_std)
         cutoff = v.check_real("Game.arrival_cutoff", self.arrival_cutoff, low=0.0, high=mean)
         if mean + 3.0 * std > v.MAX_ARRIVAL_LEAD or cutoff > mean:
             raise ValueError(

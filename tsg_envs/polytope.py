@@ -292,13 +292,18 @@ def _centre(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, float, floa
     row_hi2 = np.concatenate([b_ub - 0.5 * r_star * norms, [1.0]])
     row_lo2 = np.concatenate([np.full(k, -np.inf), [1.0]])
     # ½‖x - u‖² = ½ xᵀx - uᵀx + const
-    y, _ = _solve_highs(
-        -u, a2, row_lo2, row_hi2, np.full(t, -np.inf), np.full(t, np.inf), np.ones(t)
-    )
+    try:
+        y, _ = _solve_highs(
+            -u, a2, row_lo2, row_hi2, np.full(t, -np.inf), np.full(t, np.inf), np.ones(t)
+        )
+    except RuntimeError:
+        # On a very thin polytope (r* near the solver's tolerances) the QP can fail to solve:
+        # keep the stage-1 point, whose margin is r* itself.
+        y = np.full(t, np.nan)
     slack = b_ub - a_ub @ y
     margin = np.where(flat, np.inf, slack / np.where(flat, 1.0, norms))
     radius = float(margin.min())
-    if radius < 0.5 * r_star * (1 - 1e-6):  # QP tolerance: fall back to the stage-1 point
+    if not radius >= 0.5 * r_star * (1 - 1e-6):  # QP tolerance or failure: the stage-1 point
         y = x[:t]
         margin = np.where(flat, np.inf, (b_ub - a_ub @ y) / np.where(flat, 1.0, norms))
         radius = float(margin.min())

@@ -27,6 +27,8 @@ bound                          value       what it limits
 :data:`MAX_RISK_LEVELS`        10          risk levels |Θ|
 :data:`MAX_ARRIVAL_LEAD`       720         earliest arrival before departure, mean + 3σ (min)
 :data:`MAX_ARRIVAL_STD`        200         σ of arrivals, minutes (the paper sweeps 2σ to 5 h)
+:data:`MIN_ARRIVAL_STD`        0.01        smallest σ above 0 (σ = 0 is allowed)
+:data:`RATE_RANGE`             [1e-6, 1e6] rates of a hand-built game, passengers/minute
 :data:`DEPARTURE_RANGE`        [0, 2880)   a schedule's departure, minutes after midnight
 :data:`MAX_DAY_MINUTES`        3,600       a day, first to last possible arrival (minutes)
 :data:`MIN_LP_WINDOW_MINUTES`  15          shortest window of the static LP (minutes)
@@ -34,6 +36,8 @@ bound                          value       what it limits
 :data:`MAX_ALLOCATIONS`        25,000      categories × teams, |Θ|·|K|·|T| (one LP window)
 :data:`MAX_LP_SIZE`            3,000,000   windows × categories × teams (one static LP)
 :data:`CAPACITY_RATIO_RANGE`   [0.1, 100]  ρ of the rate calibration
+:data:`MAX_RISK_SLACK`         100         ``risk_slack`` (ψ = ψ^LP (1 + slack))
+:data:`MAX_VIOLATION_PENALTY`  1e6         ``violation_penalty`` (penalize mode)
 =============================  ==========  ==================================================
 """
 
@@ -65,6 +69,11 @@ __all__ = [
     "check_allocations",
     "CAPACITY_RATIO_RANGE",
     "MAX_SCHEDULE_ROWS",
+    "MAX_RISK_SLACK",
+    "MIN_ARRIVAL_STD",
+    "RATE_RANGE",
+    "check_arrival_std",
+    "MAX_VIOLATION_PENALTY",
     "describe",
     "check_int",
     "check_real",
@@ -94,6 +103,16 @@ MAX_LP_SIZE: int = 3_000_000
 #: the LP on hand-built games, whose windows the environment's minimum does not cover.
 MAX_LP_WINDOWS: int = 240
 CAPACITY_RATIO_RANGE: tuple[float, float] = (0.1, 100.0)
+#: Smallest non-zero σ of arrivals, minutes (below it the truncated normal's arithmetic
+#: overflows; σ = 0, everyone at the mean, is allowed).
+MIN_ARRIVAL_STD: float = 0.01
+#: Resource rates of a hand-built game, passengers per minute (queues in minutes stay finite in
+#: the float32 observation).
+RATE_RANGE: tuple[float, float] = (1e-6, 1e6)
+#: Largest ``risk_slack``: ψ = ψ^LP (1 + slack) stays finite (100: a bound 101x the LP's).
+MAX_RISK_SLACK: float = 100.0
+#: Largest ``violation_penalty``: with losses up to 1e6 the penalty stays below 1e12 a step.
+MAX_VIOLATION_PENALTY: float = 1e6
 #: Data rows a schedule file may hold (a month of a large airport's departures fits).
 MAX_SCHEDULE_ROWS: int = 1_000_000
 
@@ -175,7 +194,11 @@ def check_real_array(
     low_open: bool = False,
 ) -> np.ndarray:
     """An array of finite reals (a fresh float64 copy), optionally of a shape and in a range."""
-    arr = np.array(value, copy=True)
+    try:
+        arr = np.array(value, copy=True)
+    except (ValueError, TypeError) as exc:  # ragged nesting, unconvertible objects
+        raise TypeError(f"{name} must be an array of real numbers, got {describe(value)}: "
+                        f"{exc}") from None
     if arr.dtype == object or arr.dtype.kind not in "biuf" or arr.dtype.kind == "b":
         raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
@@ -200,3 +223,14 @@ def check_allocations(n_risk_levels: int, n_flights: int, n_teams: int, where: s
             f"{size} allocation variables per LP window; at most {MAX_ALLOCATIONS} are supported "
             "(fewer flights, risk levels or teams)"
         )
+
+
+def check_arrival_std(name: str, value: Any) -> float:
+    """σ of arrivals: 0, or in [MIN_ARRIVAL_STD, MAX_ARRIVAL_STD] minutes."""
+    std = check_real(name, value, low=0.0, high=MAX_ARRIVAL_STD)
+    if 0.0 < std < MIN_ARRIVAL_STD:
+        raise ValueError(
+            f"{name} must be 0 or in [{MIN_ARRIVAL_STD:g}, {MAX_ARRIVAL_STD:g}] minutes, "
+            f"got {describe(value)}"
+        )
+    return std
