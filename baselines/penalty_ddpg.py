@@ -2,7 +2,9 @@
 
 The actor is α-DDPG's without the projection (MLP → tanh → softmax(β ·)); the env is made with
 ``invalid_action="penalize"``: it executes the proposed allocation even when it breaks the risk
-bound and subtracts ``violation_penalty × violation`` from the reward. Its risk leak shows in the
+bound and subtracts ``violation_penalty × e`` from the reward, e the risk rows' excess of the
+executed (renormalised) allocation (the actor's softmax output is on the simplex, so e is the
+proposal's risk excess). Its risk leak shows in the
 reported violations and the worst-case risk. Warm-up draws Dirichlet(1) allocations (points of
 the simplex, feasible or not), exploration is noise on the logits as in α-DDPG.
 """

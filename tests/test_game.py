@@ -113,7 +113,7 @@ def test_hand_built_game_validation() -> None:
         tiny_game(rates=np.array([0.5, 0.25, 1.0]))
     with pytest.raises(ValueError, match="attack_loss"):
         tiny_game(attack_loss=np.array([[2.0, 1.0], [4.0, 1.0]]))
-    with pytest.raises(ValueError, match=r"Game.rates must be in \[1e-06, 1e\+06\]"):
+    with pytest.raises(ValueError, match=r"Game.rates must be in \[1e-06, 1e\+09\]"):
         tiny_game(rates=np.array([0.5, 0.0]))
 
 

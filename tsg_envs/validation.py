@@ -28,7 +28,7 @@ bound                          value       what it limits
 :data:`MAX_ARRIVAL_LEAD`       720         earliest arrival before departure, mean + 3σ (min)
 :data:`MAX_ARRIVAL_STD`        200         σ of arrivals, minutes (the paper sweeps 2σ to 5 h)
 :data:`MIN_ARRIVAL_STD`        0.01        smallest σ above 0 (σ = 0 is allowed)
-:data:`RATE_RANGE`             [1e-6, 1e6] rates of a hand-built game, passengers/minute
+:data:`RATE_RANGE`             [1e-6, 1e9] rates of a hand-built game, passengers/minute
 :data:`DEPARTURE_RANGE`        [0, 2880)   a schedule's departure, minutes after midnight
 :data:`MAX_DAY_MINUTES`        3,600       a day, first to last possible arrival (minutes)
 :data:`MIN_LP_WINDOW_MINUTES`  15          shortest window of the static LP (minutes)
@@ -108,7 +108,7 @@ CAPACITY_RATIO_RANGE: tuple[float, float] = (0.1, 100.0)
 MIN_ARRIVAL_STD: float = 0.01
 #: Resource rates of a hand-built game, passengers per minute (queues in minutes stay finite in
 #: the float32 observation).
-RATE_RANGE: tuple[float, float] = (1e-6, 1e6)
+RATE_RANGE: tuple[float, float] = (1e-6, 1e9)
 #: Largest ``risk_slack``: ψ = ψ^LP (1 + slack) stays finite (100: a bound 101x the LP's).
 MAX_RISK_SLACK: float = 100.0
 #: Largest ``violation_penalty``: with losses up to 1e6 the penalty stays below 1e12 a step.
