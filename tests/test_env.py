@@ -432,3 +432,19 @@ def test_bench_quick_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(lp_rows) == 2
     # passengers and categories of the 10- and 20-flight day games (default generator, seed 0)
     assert lp_rows[0].split("|")[2].strip() == "937" and lp_rows[0].split("|")[3].strip() == "50"
+
+
+def test_bench_bound_corner_in_a_fresh_process(tmp_path) -> None:
+    """One corner of the input bounds, measured as the README's table is (a child process)."""
+    from tsg_envs import bench
+
+    (row,) = bench.construction_costs(("passengers",))
+    # 100 flights of exactly 1,000 passengers: the passenger bound, 5 levels x 100 flights.
+    assert (row.n_passengers, row.n_categories, row.n_teams) == (100_000, 500, 10)
+    assert row.wall_seconds > 0 and row.peak_mib > 0
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- bounds:begin -->\nold\n<!-- bounds:end -->\nb\n")
+    bench.replace_block(readme, "bounds", bench.format_bounds([row]))
+    text = readme.read_text()
+    assert "old" not in text and "| 100,000 | 500 x 10 |" in text
+    assert text.startswith("a\n<!-- bounds:begin -->\n| corner") and text.endswith("end -->\nb\n")
