@@ -296,6 +296,8 @@ class ScreeningEnv(gym.Env):
         self._a_risk_list = list(self._a_risk)
         self._b_risk_list = list(self._b_risk)
         self._inv_expected_list = self._inv_expected.tolist()
+        # Largest |coefficient| of each category's risk rows (bounds |a·π| for π ≥ 0, Σπ ≈ 1).
+        self._row_scale_list = np.abs(self._a_risk).max(axis=(1, 2)).tolist()
         self._day = ScreeningDay(g, queue_mode)
 
         # Spaces ------------------------------------------------------------------------------
@@ -342,7 +344,7 @@ class ScreeningEnv(gym.Env):
         if day.done:
             raise RuntimeError("episode is over: call reset() before step()")
         c = day.category
-        a, excess, total, amin, viol = self._measure(action, c)
+        a, excess, total, amin, viol, rows = self._measure(action, c)
         penalty = 0.0
         if viol > FEASIBILITY_TOL:
             if self.invalid_action == "raise":
@@ -377,7 +379,13 @@ class ScreeningEnv(gym.Env):
                 renormalised = False
             # ... α-projected if renormalising pushed a risk row past the tolerance (dividing
             # by a sum just above 1 moves a row with coefficients ~10 by ~10x the sum's error).
-            if renormalised:
+            # Dividing a ≥ 0 by its sum moves a row by at most |a·π| |1 - 1/Σπ| ≤ (largest row
+            # coefficient) |Σπ - 1|: re-measure only when that could cross the tolerance.
+            if renormalised and (
+                amin < 0
+                or rows + self._row_scale_list[c] * abs(total - 1.0) * 2.0
+                > FEASIBILITY_TOL - 1e-12
+            ):
                 exec_excess = self._a_risk_list[c].dot(executed) - self._b_risk_list[c]
                 if max(exec_excess.tolist()) > FEASIBILITY_TOL:
                     executed = alpha_project(
@@ -421,7 +429,7 @@ class ScreeningEnv(gym.Env):
         c = self._day.category
         if c < 0:
             raise RuntimeError("episode is over: call reset() before checking an action")
-        a, excess, total, _, viol = self._measure(action, c)
+        a, excess, total, _, viol, _ = self._measure(action, c)
         if viol > FEASIBILITY_TOL and self.invalid_action == "raise":
             raise ValueError(self._describe_violation(c, a, excess, total))
         return viol
@@ -502,8 +510,10 @@ class ScreeningEnv(gym.Env):
             "time": day.clock,
         }
 
-    def _measure(self, action: Any, c: int) -> tuple[np.ndarray, Any, float, float, float]:
-        """(proposal as float64, risk-row excess, Σπ, min π, violation) for category ``c``."""
+    def _measure(
+        self, action: Any, c: int
+    ) -> tuple[np.ndarray, Any, float, float, float, float]:
+        """(proposal as float64, risk-row excess, Σπ, min π, violation, max row excess)."""
         a = np.asarray(action, dtype=np.float64)
         if a.shape != self._action_shape:
             raise ValueError(f"action must have shape {self._action_shape}, got {a.shape}")
@@ -523,10 +533,10 @@ class ScreeningEnv(gym.Env):
             raise ValueError(f"action must be finite, got {a}")
         if amax > _HUGE or amin < -_HUGE:
             # Row products could overflow (to inf, or NaN from inf - inf): far off the simplex.
-            return a, None, total, amin, math.inf
+            return a, None, total, amin, math.inf, math.inf
         excess = self._a_risk_list[c].dot(a) - self._b_risk_list[c]
-        viol = max(0.0, max(excess.tolist()), abs(total - 1.0), -amin)
-        return a, excess, total, amin, viol
+        rows = max(excess.tolist())
+        return a, excess, total, amin, max(0.0, rows, abs(total - 1.0), -amin), rows
 
     def _describe_violation(
         self, c: int, a: np.ndarray, excess: np.ndarray, total: float
