@@ -27,7 +27,15 @@ from tsg_envs.game import Game
 
 QueueMode = Literal["expected", "sampled"]
 
-__all__ = ["Arrivals", "sample_arrivals", "ScreeningDay", "StepResult", "team_waits"]
+__all__ = [
+    "Arrivals",
+    "BatchStepResult",
+    "DayBatch",
+    "sample_arrivals",
+    "ScreeningDay",
+    "StepResult",
+    "team_waits",
+]
 
 
 @dataclass(frozen=True)
@@ -272,3 +280,171 @@ class ScreeningDay:
         self._refresh()
         # tuple.__new__ skips the named tuple's Python-level __new__ (same object, less overhead).
         return _tuple_new(StepResult, (queues_before, waits, wait, team))
+
+
+class BatchStepResult(NamedTuple):
+    """What one step of :class:`DayBatch` did to the stepped rows (arrays over those rows).
+
+    Attributes:
+        queues: ξ after draining, before this passenger's load, (n, R).
+        waits: every team's wait at that moment, (n, T).
+        wait: each passenger's wait (expected or realised), (n,).
+        team: the drawn team in sampled mode, else -1, (n,).
+    """
+
+    queues: np.ndarray
+    waits: np.ndarray
+    wait: np.ndarray
+    team: np.ndarray
+
+
+class DayBatch:
+    """N days of one instance advanced in numpy lockstep: the batched form of the queue model.
+
+    Row i is one day (its own arrivals); every day of an instance has ``game.n_passengers``
+    passengers, so rows stepped together stay at the same index unless some are reset apart.
+    The transition is :class:`ScreeningDay`'s, step for step and operation for operation (the
+    drain of a gap is (t_{k+1} - t_k) f_r, the clip at zero, the waits as a max over members,
+    the sampled team as the first cumulative weight above u · Σπ), so each row of a batch agrees
+    with the single day on the same arrivals and allocations (``tests/test_vector.py``: the
+    discrete outcomes exactly, the floats to rounding, since batched products sum in another
+    order). The duel's inserted attacker stays a single-day affair (:class:`ScreeningDay`).
+
+    Public read API (arrays over rows, fresh or read-only views): :attr:`index`, :attr:`done`,
+    :attr:`category`, :attr:`theta`, :attr:`flight`, :attr:`clock` (the waiting passenger's, -1
+    and the last arrival after the day), :attr:`queues` (ξ, passengers), :attr:`backlog`
+    (ξ_r / f_r, minutes), :attr:`team_waits` (w_t) and :attr:`history` (h, int (N, C)).
+    """
+
+    def __init__(self, game: Game, n: int, queue_mode: QueueMode = "expected") -> None:
+        if queue_mode not in ("expected", "sampled"):
+            raise ValueError(f"queue_mode must be 'expected' or 'sampled', got {queue_mode!r}")
+        self.game = game
+        self.n = int(n)
+        self.queue_mode = queue_mode
+        p, r = game.n_passengers, game.n_resources
+        self._members = game.team_members.astype(float)
+        width = int(game.team_members.sum(axis=1).max())
+        team_idx = np.array([np.resize(np.flatnonzero(row), width) for row in game.team_members])
+        self._team_cols = [np.ascontiguousarray(team_idx[:, j]) for j in range(width)]
+        self._times = np.zeros((self.n, p))
+        self._cats = np.zeros((self.n, p), dtype=np.int64)
+        self._thetas = np.zeros((self.n, p), dtype=np.int64)
+        self._flights = np.zeros((self.n, p), dtype=np.int64)
+        self._p = p
+        self._rows = np.arange(self.n)
+        self.index = np.full(self.n, p, dtype=np.int64)  # not started: "done"
+        self.clock = np.zeros(self.n)
+        self.queues = np.zeros((self.n, r))
+        self._history = np.zeros((self.n, game.n_categories), dtype=np.int64)
+        self._refresh()
+
+    # State ---------------------------------------------------------------------------
+    def reset(self, arrivals: list[Arrivals], rows: np.ndarray | None = None) -> None:
+        """Start the given rows' days (all rows when ``rows`` is None) with empty queues."""
+        rows = self._rows if rows is None else np.asarray(rows, dtype=np.int64)
+        if len(arrivals) != rows.shape[0]:
+            raise ValueError(f"need one Arrivals per reset row, got {len(arrivals)} for "
+                             f"{rows.shape[0]} rows")
+        for row, arr in zip(rows.tolist(), arrivals, strict=True):
+            if len(arr) != self._p:
+                raise ValueError(
+                    f"a day of this instance has {self._p} passengers, got {len(arr)}"
+                )
+            self._times[row] = arr.times
+            self._cats[row] = arr.categories
+            self._thetas[row] = arr.thetas
+            self._flights[row] = arr.flights
+        self.index[rows] = 0
+        self.clock[rows] = self._times[rows, 0]
+        self.queues[rows] = 0.0
+        self._history[rows] = 0
+        self._refresh()
+
+    def _refresh(self) -> None:
+        backlog = self.queues / self.game.rates
+        cols = self._team_cols
+        waits = backlog[:, cols[0]]
+        for col in cols[1:]:
+            np.maximum(waits, backlog[:, col], out=waits)
+        self.backlog = backlog
+        self.team_waits = waits
+
+    def _waiting(self, values: np.ndarray) -> np.ndarray:
+        live = self.index < self._p
+        out = np.full(self.n, -1, dtype=np.int64)
+        out[live] = values[self._rows[live], self.index[live]]
+        return out
+
+    @property
+    def done(self) -> np.ndarray:
+        """Whether each row's day is over, bool (N,)."""
+        return self.index >= self._p
+
+    @property
+    def category(self) -> np.ndarray:
+        """Category of each row's waiting passenger (-1 after the last), int (N,)."""
+        return self._waiting(self._cats)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """θ of each row's waiting passenger (-1 after the last), int (N,)."""
+        return self._waiting(self._thetas)
+
+    @property
+    def flight(self) -> np.ndarray:
+        """κ of each row's waiting passenger (-1 after the last), int (N,)."""
+        return self._waiting(self._flights)
+
+    @property
+    def history(self) -> np.ndarray:
+        """h: passengers of each category screened so far, int (N, C) (a copy)."""
+        return self._history.copy()
+
+    # Transition ------------------------------------------------------------------------
+    def step(
+        self, allocation: np.ndarray, rows: np.ndarray | None = None, u: np.ndarray | None = None
+    ) -> BatchStepResult:
+        """Screen the waiting passenger of each given row with its allocation and advance.
+
+        Args:
+            allocation: π per stepped row, (n, T), on the simplex (the caller checks).
+            rows: The rows to step (all when None); none of them may be done.
+            u: Sampled mode: one U[0, 1) draw per stepped row (the team is the first whose
+                cumulative weight exceeds u · Σπ).
+
+        Returns:
+            The :class:`BatchStepResult` of the stepped rows.
+        """
+        rows = self._rows if rows is None else np.asarray(rows, dtype=np.int64)
+        idx = self.index[rows]
+        if np.any(idx >= self._p):
+            raise RuntimeError("a day is over: reset it before stepping")
+        queues_before = self.queues[rows]
+        waits = self.team_waits[rows]
+        if self.queue_mode == "expected":
+            wait = np.einsum("nt,nt->n", allocation, waits)
+            queues = queues_before + allocation @ self._members
+            team = np.full(rows.shape[0], -1, dtype=np.int64)
+        else:
+            if u is None:
+                raise ValueError("sampled queue mode needs u")
+            cum = np.cumsum(allocation, axis=1)
+            team = (cum <= (u * cum[:, -1])[:, None]).sum(axis=1)
+            team = np.minimum(team, allocation.shape[1] - 1)
+            wait = waits[np.arange(rows.shape[0]), team]
+            queues = queues_before + self._members[team]
+        cats = self._cats[rows, idx]
+        self._history[rows, cats] += 1
+        idx = idx + 1
+        self.index[rows] = idx
+        live = idx < self._p
+        if live.any():
+            lr, li = rows[live], idx[live]
+            gap = self._times[lr, li] - self._times[lr, li - 1]
+            q = queues[live] - gap[:, None] * self.game.rates
+            queues[live] = np.maximum(q, 0.0)
+            self.clock[lr] = self._times[lr, li]
+        self.queues[rows] = queues
+        self._refresh()
+        return BatchStepResult(queues_before, waits, wait, team)

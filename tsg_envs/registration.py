@@ -12,13 +12,15 @@ from dataclasses import asdict, dataclass
 
 import gymnasium as gym
 
-__all__ = ["Preset", "PRESETS", "register_all", "ENTRY_POINT"]
+__all__ = ["Preset", "PRESETS", "register_all", "ENTRY_POINT", "VECTOR_ENTRY_POINT"]
 
 #: A factory function rather than the class: ``gym.make`` reads the entry point's ``metadata`` and,
 #: for ``render_mode="human"`` on an env without it, silently swaps in its pygame window wrapper,
 #: which then fails at the first frame. Through a plain function the requested mode reaches
 #: ``ScreeningEnv``, which refuses an unsupported one at construction, listing the supported ones.
 ENTRY_POINT = "tsg_envs.env:make_screening_env"
+#: ``gym.make_vec(id, num_envs=N)``: the native batched environment (N days in lockstep).
+VECTOR_ENTRY_POINT = "tsg_envs.vector:make_screening_vector_env"
 
 FLIGHT_COUNTS = (5, 10, 20, 50, 100, 300)
 ARRIVAL_STDS = (15.0, 30.0, 45.0, 60.0, 90.0, 150.0)
@@ -136,4 +138,9 @@ def register_all() -> None:
     for preset in PRESETS.values():
         if preset.id in gym.registry:
             continue
-        gym.register(id=preset.id, entry_point=ENTRY_POINT, kwargs=preset.kwargs)
+        gym.register(
+            id=preset.id,
+            entry_point=ENTRY_POINT,
+            vector_entry_point=VECTOR_ENTRY_POINT,
+            kwargs=preset.kwargs,
+        )

@@ -1,0 +1,294 @@
+"""The native vector environment: N days of one instance stepped in numpy lockstep.
+
+``gym.make_vec(id, num_envs=N)`` builds :class:`ScreeningVectorEnv` (every id's
+``vector_entry_point``). It is the single :class:`~tsg_envs.env.ScreeningEnv` over N days at once:
+the same construction (every kwarg, validated once), the same action contract in every
+``invalid_action`` mode, the same observation and info keys, and the batched queue model
+:class:`~tsg_envs.dynamics.DayBatch`. For the same seeds, sub-environment i equals the single
+environment reset with ``seed + i`` and driven by ``SyncVectorEnv`` (``tests/test_vector.py``):
+observations, rewards, infos and discrete outcomes; floats to rounding, since a batched product
+sums in another order than a single one.
+
+Autoreset follows Gymnasium's ``NEXT_STEP`` mode (``SyncVectorEnv``'s default): the step after a
+sub-environment terminates resets it, ignores its action, and returns its first observation with
+reward 0. Every day of an instance has the same number of passengers, so sub-environments reset
+together unless ``reset(options={"reset_mask": ...})`` resets some apart. Infos are a dict of
+arrays with the single environment's keys, each with its ``_key`` mask, as ``SyncVectorEnv``
+builds them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from tsg_envs.dynamics import Arrivals, DayBatch, sample_arrivals
+from tsg_envs.env import ScreeningEnv
+from tsg_envs.polytope import FEASIBILITY_TOL, alpha_project
+
+__all__ = ["ScreeningVectorEnv", "make_screening_vector_env"]
+
+#: The single environment's step-info keys, in its order; a reset info has the first four.
+STEP_INFO_KEYS = (
+    "category", "theta", "flight", "time",
+    "queues", "wait", "penalty", "proposed_violation", "executed_action", "team",
+)
+
+
+class ScreeningVectorEnv(VectorEnv):
+    """N days of one screening instance, batched (see the module docstring).
+
+    Args:
+        num_envs: N, the number of sub-environments (days).
+        **kwargs: ``ScreeningEnv``'s construction kwargs (the instance is built and checked
+            once); ``render_mode`` must be None.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+        from tsg_envs import validation
+
+        self.num_envs = validation.check_int("num_envs", num_envs, low=1, high=65_536)
+        if kwargs.get("render_mode") is not None:
+            raise ValueError(
+                f"render_mode must be None for the vector environment, got "
+                f"{validation.describe(kwargs['render_mode'])}; render a single environment"
+            )
+        kwargs.pop("max_episode_steps", None)  # gym.make_vec forwards it; days end by themselves
+        self.single_env = ScreeningEnv(**kwargs)
+        single = self.single_env
+        self.game = single.game
+        self.polytopes = single.polytopes
+        self.risk_bound = single.risk_bound
+        self.obs_layout = single.obs_layout
+        self.invalid_action = single.invalid_action
+        self.queue_mode = single.queue_mode
+        self.violation_penalty = single.violation_penalty
+        self.single_observation_space = single.observation_space
+        self.single_action_space = single.action_space
+        self.observation_space = batch_space(single.observation_space, self.num_envs)
+        self.action_space = batch_space(single.action_space, self.num_envs)
+        self.render_mode = None
+        g = self.game
+        m = g.n_methods
+        self._a_risk = np.ascontiguousarray(self.polytopes.A_ub[:, :m, :])
+        self._b_risk = np.ascontiguousarray(self.polytopes.b_ub[:, :m])
+        self._inv_expected = 1.0 / np.maximum(g.expected_category_counts(), 1e-12)
+        self._days = DayBatch(g, self.num_envs, single.queue_mode)
+        self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._t = g.n_teams
+
+    # Public helpers -------------------------------------------------------------------------
+    def polytope(self, c: int):  # noqa: ANN201 (a Polytope)
+        """The action polytope of category ``c`` (as ``ScreeningEnv.polytope``)."""
+        return self.polytopes[c]
+
+    @property
+    def days(self) -> DayBatch:
+        """The batched days (read their public state; do not step them by hand)."""
+        return self._days
+
+    @property
+    def np_random(self) -> tuple[np.random.Generator, ...]:
+        """Each sub-environment's generator (arrivals, and the team in sampled mode)."""
+        return tuple(self._rngs)
+
+    # Gymnasium API ------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Draw new days (sub-environment i seeded with ``seed + i``, as ``SyncVectorEnv``).
+
+        ``options["reset_mask"]`` (bool (N,)) resets only those sub-environments.
+        """
+        n = self.num_envs
+        if seed is None:
+            seeds: list[int | None] = [None] * n
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(n)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != n:
+                raise ValueError(f"seed must be an int or a list of {n} seeds, got {len(seeds)}")
+        mask = np.ones(n, dtype=bool)
+        if options is not None and "reset_mask" in options:
+            mask = np.asarray(options["reset_mask"])
+            if mask.shape != (n,) or mask.dtype != np.bool_ or not mask.any():
+                raise ValueError(
+                    f"options['reset_mask'] must be a bool array of shape ({n},) with a True"
+                )
+        rows = np.flatnonzero(mask)
+        self._reset_rows(rows, [seeds[i] for i in rows.tolist()])
+        self._autoreset[rows] = False
+        return self._observations(), self._reset_infos(rows)
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Screen each sub-environment's waiting passenger (autoresetting finished ones)."""
+        n, t = self.num_envs, self._t
+        a = np.asarray(actions, dtype=np.float64)
+        if a.shape != (n, t):
+            raise ValueError(f"actions must have shape {(n, t)}, got {a.shape}")
+        if np.any(self._days.done & ~self._autoreset):
+            raise RuntimeError("a sub-environment was never reset: call reset() first")
+        step_rows = np.flatnonzero(~self._autoreset)
+        reset_rows = np.flatnonzero(self._autoreset)
+        # Check every stepped action before any state changes (raise mode, NaN, inf).
+        executed = penalty = viol = None
+        if step_rows.size:
+            executed, penalty, viol = self._check(a[step_rows], self._days.category[step_rows])
+        rewards = np.zeros(n)
+        terminated = np.zeros(n, dtype=bool)
+        infos: dict[str, Any] = {}
+        if step_rows.size:
+            u = None
+            if self.queue_mode == "sampled":
+                u = np.array([self._rngs[i].random() for i in step_rows.tolist()])
+            res = self._days.step(executed, step_rows, u)
+            rewards[step_rows] = -res.wait - penalty
+            terminated[step_rows] = self._days.done[step_rows]
+            infos = self._waiting_infos(step_rows)
+            for key, value in (
+                ("queues", res.queues), ("wait", res.wait), ("penalty", penalty),
+                ("proposed_violation", viol), ("executed_action", executed), ("team", res.team),
+            ):
+                full = np.zeros((n, *value.shape[1:]), dtype=value.dtype)
+                full[step_rows] = value
+                mask = np.zeros(n, dtype=bool)
+                mask[step_rows] = True
+                infos[key], infos[f"_{key}"] = full, mask
+        if reset_rows.size:
+            self._reset_rows(reset_rows, [None] * reset_rows.size)
+            reset_info = self._waiting_infos(reset_rows)
+            for key in ("category", "theta", "flight", "time"):
+                if key in infos:
+                    infos[key][reset_rows] = reset_info[key][reset_rows]
+                    infos[f"_{key}"] |= reset_info[f"_{key}"]
+                else:
+                    infos[key], infos[f"_{key}"] = reset_info[key], reset_info[f"_{key}"]
+        self._autoreset = terminated.copy()
+        infos = {key: infos[key] for key in _ordered(infos)}
+        return self._observations(), rewards, terminated, np.zeros(n, dtype=bool), infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Nothing to release."""
+
+    # Internals ---------------------------------------------------------------------------
+    def _reset_rows(self, rows: np.ndarray, seeds: list[int | None]) -> None:
+        arrivals: list[Arrivals] = []
+        for row, seed in zip(rows.tolist(), seeds, strict=True):
+            if seed is not None or self._rngs[row] is None:
+                self._rngs[row], _ = seeding.np_random(seed)
+            arrivals.append(sample_arrivals(self.game, self._rngs[row]))
+        self._days.reset(arrivals, rows)
+
+    def _check(
+        self, a: np.ndarray, cats: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(executed actions, penalties, proposal violations) of the stepped rows' proposals.
+
+        The single environment's contract, batched: non-finite raises; within the tolerance the
+        renormalised proposal runs (α-projected if renormalising crossed the tolerance);
+        outside it ``invalid_action`` decides.
+        """
+        if not np.all(np.isfinite(a)):
+            bad = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
+            raise ValueError(f"action must be finite, got {a[bad]} (row {bad} of the stepped)")
+        huge = np.abs(a).max(axis=1) > 1e150
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = a.sum(axis=1)
+            excess = np.einsum("nmt,nt->nm", self._a_risk[cats], a) - self._b_risk[cats]
+        amin = a.min(axis=1)
+        viol = np.maximum.reduce(
+            [np.zeros_like(total), excess.max(axis=1), np.abs(total - 1.0), -amin]
+        )
+        viol[huge] = np.inf
+        bad = viol > FEASIBILITY_TOL
+        if bad.any() and self.invalid_action == "raise":
+            i = int(np.flatnonzero(bad)[0])
+            c = int(cats[i])
+            theta, flight = self.game.split_category(c)
+            raise ValueError(
+                f"action violates the polytope of category {c} (theta={theta}, "
+                f"flight={flight}) by {viol[i]:.3g} > {FEASIBILITY_TOL:g} (row {i} of the stepped)"
+            )
+        executed = a.copy()
+        penalty = np.zeros(a.shape[0])
+        # Renormalise: clip at 0 where needed, divide by the sum where it is not 1.
+        neg = amin < 0
+        if neg.any():
+            executed[neg] = np.maximum(executed[neg], 0.0)
+        big = huge & (executed.max(axis=1) > 0)
+        if big.any():  # scale before summing, so no sum overflows
+            executed[big] /= executed[big].max(axis=1, keepdims=True)
+        sums = executed.sum(axis=1)
+        empty = sums <= 0
+        renorm = (sums != 1.0) & ~empty
+        executed[renorm] /= sums[renorm, None]
+        if empty.any():
+            executed[empty] = self.polytopes.centers[cats[empty]]
+        centers = self.polytopes.centers[cats]
+        a_ub, b_ub = self.polytopes.A_ub[cats], self.polytopes.b_ub[cats]
+        if self.invalid_action == "penalize" and bad.any():
+            ex = np.einsum("nmt,nt->nm", self._a_risk[cats[bad]], executed[bad])
+            ex -= self._b_risk[cats[bad]]
+            penalty[bad] = self.violation_penalty * np.maximum(ex.max(axis=1), 0.0)
+        # Within the tolerance (every mode) a renormalised proposal that now breaks a row, and
+        # in project mode every proposal outside it, is α-projected toward the centre.
+        recheck = ~bad & (neg | renorm)
+        project = bad if self.invalid_action == "project" else np.zeros_like(bad)
+        if recheck.any():
+            ex = np.einsum("nmt,nt->nm", self._a_risk[cats[recheck]], executed[recheck])
+            ex -= self._b_risk[cats[recheck]]
+            project = project.copy()
+            project[np.flatnonzero(recheck)[ex.max(axis=1) > FEASIBILITY_TOL]] = True
+        if project.any():
+            executed[project] = alpha_project(
+                executed[project], centers[project], a_ub[project], b_ub[project]
+            )
+        return executed, penalty, viol
+
+    def _observations(self) -> np.ndarray:
+        days, lay = self._days, self.obs_layout
+        obs = np.zeros((self.num_envs, self.single_observation_space.shape[0]), dtype=np.float32)
+        c = days.category
+        live = c >= 0
+        obs[np.flatnonzero(live), lay["category"].start + c[live]] = 1.0
+        obs[:, lay["backlog"]] = days.backlog
+        obs[:, lay["waits"]] = days.team_waits
+        obs[:, lay["history"]] = days.history * self._inv_expected
+        obs[:, lay["clock"]] = np.minimum(days.clock / self.game.day_length, 1.0)[:, None]
+        return obs
+
+    def _waiting_infos(self, rows: np.ndarray) -> dict[str, Any]:
+        """The four waiting-passenger keys for ``rows`` (with masks), as SyncVectorEnv builds."""
+        days, n = self._days, self.num_envs
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        out: dict[str, Any] = {}
+        for key, values in (("category", days.category), ("theta", days.theta),
+                            ("flight", days.flight), ("time", days.clock)):
+            full = np.zeros(n, dtype=values.dtype)
+            full[rows] = values[rows]
+            out[key], out[f"_{key}"] = full, mask.copy()
+        return out
+
+    def _reset_infos(self, rows: np.ndarray) -> dict[str, Any]:
+        return self._waiting_infos(rows)
+
+
+def _ordered(infos: dict[str, Any]) -> list[str]:
+    keys = [k for k in STEP_INFO_KEYS if k in infos]
+    return [x for k in keys for x in (k, f"_{k}")]
+
+
+def make_screening_vector_env(num_envs: int = 1, **kwargs: Any) -> ScreeningVectorEnv:
+    """The registered ids' ``vector_entry_point``: ``ScreeningVectorEnv(num_envs, **kwargs)``."""
+    return ScreeningVectorEnv(num_envs=num_envs, **kwargs)
