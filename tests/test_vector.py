@@ -207,3 +207,28 @@ def test_vector_action_contract(mode: str, seed: int, recipes: list) -> None:
 
 
 _VEC: dict[str, gym.vector.VectorEnv] = {}
+
+
+def test_vector_softmax_alpha_projection_matches_the_single_wrapper() -> None:
+    """Row i of the vector wrapper executes what the single wrapper executes on day seed + i."""
+    from tsg_envs.wrappers import SoftmaxAlphaProjection, VectorSoftmaxAlphaProjection
+
+    n = 2
+    vec = VectorSoftmaxAlphaProjection(gym.make_vec(ENV_ID, num_envs=n, invalid_action="raise"))
+    singles = [SoftmaxAlphaProjection(gym.make(ENV_ID, invalid_action="raise")) for _ in range(n)]
+    vec.reset(seed=3)
+    for i, s in enumerate(singles):
+        s.reset(seed=3 + i)
+    assert vec.action_space.shape == (n, vec.env.single_action_space.shape[0])
+    rng = np.random.default_rng(0)
+    for _ in range(vec.env.game.n_passengers + 2):  # through the autoreset
+        logits = rng.uniform(-1, 1, vec.action_space.shape).astype(np.float32)
+        _, r, term, _, info = vec.step(logits)  # "raise" mode: every action was feasible
+        for i, s in enumerate(singles):
+            if "executed_action" in info and info["_executed_action"][i]:
+                _, r1, t1, _, i1 = s.step(logits[i])
+                np.testing.assert_allclose(info["executed_action"][i], i1["executed_action"],
+                                           rtol=1e-12, atol=1e-15)
+                assert math.isclose(r[i], r1, rel_tol=1e-12, abs_tol=1e-12) and term[i] == t1
+            else:
+                s.reset()
