@@ -44,6 +44,9 @@ __all__ = [
     "ConstructionCost",
     "construction_costs",
     "format_bounds",
+    "VectorSpeed",
+    "vector_speeds",
+    "format_vector",
     "BenchConfig",
     "SpeedResult",
     "LPTiming",
@@ -418,6 +421,92 @@ def format_bounds(rows: list[ConstructionCost]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class VectorSpeed:
+    """Sub-environment steps per second of the native vector env against SyncVectorEnv.
+
+    Attributes:
+        n: Sub-environments N.
+        infeasible: Share of proposals outside their polytope (projected by the env).
+        native_sps: Native ``gym.make_vec`` (vector entry point), sub-env steps per CPU second.
+        sync_sps: ``SyncVectorEnv`` over the single environment, the same.
+        ratio: native / sync (median over alternating block pairs).
+    """
+
+    n: int
+    infeasible: float
+    native_sps: float
+    sync_sps: float
+    ratio: float
+
+
+def vector_speeds(
+    env_id: str = "tsg/Screening-v0",
+    sizes: tuple[int, ...] = (1, 16, 256, 1024),
+    infeasible: tuple[float, ...] = (0.0, 0.1),
+    sub_steps: int = 20_000,
+    pairs: int = 3,
+    seed: int = 0,
+) -> list[VectorSpeed]:
+    """Native vector env vs ``SyncVectorEnv`` in the same process, alternating blocks.
+
+    Every step gets a fresh action array, gathered from precomputed proposals of each waiting
+    category (feasible ones, and with probability ``infeasible`` a point of the simplex outside
+    the polytope, which the env projects), so both sides pay the same for their actions. Each
+    block runs about ``sub_steps`` sub-environment steps; CPU time; median ratio over ``pairs``.
+    """
+    rows = []
+    for n in sizes:
+        native = gym.make_vec(env_id, num_envs=n)
+        sync = gym.make_vec(env_id, num_envs=n, vectorization_mode="sync")
+        polys = native.polytopes
+        rng = np.random.default_rng(seed)
+        cats = np.arange(polys.n_categories)
+        good = polys.sample(cats, rng)
+        bad = rng.dirichlet(np.full(good.shape[1], 0.2), size=good.shape[0])
+        bad_ok = polys.violation(bad, cats) > 1e-3  # keep only proposals that are outside
+        bad[~bad_ok] = np.eye(good.shape[1])[rng.integers(good.shape[1], size=(~bad_ok).sum())]
+        steps = max(1, sub_steps // n)
+        for share in infeasible:
+            flips = rng.random((steps, n)) < share
+            ratios, nat, syn = [], [], []
+            for env in (native, sync):
+                env.reset(seed=seed)
+            infos = [native.reset(seed=seed)[1], sync.reset(seed=seed)[1]]
+            for _ in range(pairs):
+                times = []
+                for k, env in enumerate((native, sync)):
+                    info = infos[k]
+                    t0 = time.process_time()
+                    for j in range(steps):
+                        c = np.maximum(info["category"], 0)
+                        a = np.where(flips[j][:, None], bad[c], good[c])
+                        info = env.step(a)[4]
+                    times.append(time.process_time() - t0)
+                    infos[k] = info
+                nat.append(steps * n / times[0])
+                syn.append(steps * n / times[1])
+                ratios.append(times[1] / times[0])
+            rows.append(VectorSpeed(n, share, float(np.median(nat)), float(np.median(syn)),
+                                    float(np.median(ratios))))
+        native.close()
+        sync.close()
+    return rows
+
+
+def format_vector(rows: list[VectorSpeed]) -> str:
+    """Markdown table of :func:`vector_speeds`."""
+    lines = [
+        "| N | infeasible proposals | native, sub-env steps/s | SyncVectorEnv, steps/s "
+        "| native / sync |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r.n} | {r.infeasible:.0%} | {r.native_sps:,.0f} | {r.sync_sps:,.0f} "
+                     f"| **{r.ratio:.1f}x** |")
+    return "\n".join(lines)
+
+
 def replace_block(path: Path, name: str, text: str) -> None:
     """Replace the text between ``<!-- name:begin -->`` and ``<!-- name:end -->`` in a file."""
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
@@ -445,13 +534,36 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure construction at the input bounds (each corner in a fresh "
                         "process), write the rows to JSON and the README's bounds block; "
                         "nothing else is run")
-    parser.add_argument("--readme", default=None, help="README to update with --bounds")
+    parser.add_argument("--vector", metavar="JSON", default=None,
+                        help="native vector env vs SyncVectorEnv at N in 1, 16, 256, 1024 (with "
+                        "0%% and 10%% infeasible proposals), written to JSON and the README's "
+                        "vector block; nothing else is run")
+    parser.add_argument("--readme", default=None,
+                        help="README whose block --bounds or --vector updates")
     parser.add_argument("--construct", choices=sorted(BOUND_CORNERS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.construct:
         import json
 
         print(json.dumps(_construct_corner(args.construct)))
+        return 0
+    if args.vector:
+        import json
+
+        sizes = (1, 16) if args.quick else (1, 16, 256, 1024)
+        vrows = vector_speeds(args.env, sizes=sizes, sub_steps=2000 if args.quick else 20_000)
+        info = machine_info()
+        command = "python -m tsg_envs.bench --vector " + args.vector
+        payload = {"machine": info, "command": command, "env_id": args.env,
+                   "rows": [dataclasses.asdict(r) for r in vrows]}
+        Path(args.vector).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        table = format_vector(vrows)
+        print(table)
+        if args.readme:
+            machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
+            replace_block(Path(args.readme), "vector",
+                          f"{table}\n\n(`{args.env}`; {machine}; `{command} --readme "
+                          f"{args.readme}` from `{args.vector}`)")
         return 0
     if args.bounds:
         import json

@@ -310,10 +310,11 @@ class DayBatch:
     discrete outcomes exactly, the floats to rounding, since batched products sum in another
     order). The duel's inserted attacker stays a single-day affair (:class:`ScreeningDay`).
 
-    Public read API (arrays over rows, fresh or read-only views): :attr:`index`, :attr:`done`,
-    :attr:`category`, :attr:`theta`, :attr:`flight`, :attr:`clock` (the waiting passenger's, -1
-    and the last arrival after the day), :attr:`queues` (ξ, passengers), :attr:`backlog`
-    (ξ_r / f_r, minutes), :attr:`team_waits` (w_t) and :attr:`history` (h, int (N, C)).
+    Public read API, arrays over rows (copies, so callers cannot change the state):
+    :attr:`index`, :attr:`done`, :attr:`category`, :attr:`theta`, :attr:`flight`, :attr:`clock`
+    (of the waiting passenger; -1 for the first three after the last, whose arrival stays the
+    clock), :attr:`queues` (ξ, passengers), :attr:`backlog` (ξ_r / f_r, minutes),
+    :attr:`team_waits` (w_t) and :attr:`history` (h, int (N, C)).
     """
 
     def __init__(self, game: Game, n: int, queue_mode: QueueMode = "expected") -> None:
@@ -323,21 +324,25 @@ class DayBatch:
         self.n = int(n)
         self.queue_mode = queue_mode
         p, r = game.n_passengers, game.n_resources
+        self._rates = game.rates
         self._members = game.team_members.astype(float)
         width = int(game.team_members.sum(axis=1).max())
         team_idx = np.array([np.resize(np.flatnonzero(row), width) for row in game.team_members])
         self._team_cols = [np.ascontiguousarray(team_idx[:, j]) for j in range(width)]
-        self._times = np.zeros((self.n, p))
-        self._cats = np.zeros((self.n, p), dtype=np.int64)
-        self._thetas = np.zeros((self.n, p), dtype=np.int64)
-        self._flights = np.zeros((self.n, p), dtype=np.int64)
+        # Arrivals, one row per day, plus a sentinel column (-1 / the last time) read after the
+        # last passenger, so the waiting passenger is always one gather away.
+        self._times = np.zeros((self.n, p + 1))
+        self._cats = np.full((self.n, p + 1), -1, dtype=np.int64)
+        self._thetas = np.full((self.n, p + 1), -1, dtype=np.int64)
+        self._flights = np.full((self.n, p + 1), -1, dtype=np.int64)
         self._p = p
         self._rows = np.arange(self.n)
-        self.index = np.full(self.n, p, dtype=np.int64)  # not started: "done"
-        self.clock = np.zeros(self.n)
-        self.queues = np.zeros((self.n, r))
+        self._index = np.full(self.n, p, dtype=np.int64)  # not started: "done"
+        self._clock = np.zeros(self.n)
+        self._queues = np.zeros((self.n, r))
         self._history = np.zeros((self.n, game.n_categories), dtype=np.int64)
         self._refresh()
+        self._gather()
 
     # State ---------------------------------------------------------------------------
     def reset(self, arrivals: list[Arrivals], rows: np.ndarray | None = None) -> None:
@@ -351,54 +356,80 @@ class DayBatch:
                 raise ValueError(
                     f"a day of this instance has {self._p} passengers, got {len(arr)}"
                 )
-            self._times[row] = arr.times
-            self._cats[row] = arr.categories
-            self._thetas[row] = arr.thetas
-            self._flights[row] = arr.flights
-        self.index[rows] = 0
-        self.clock[rows] = self._times[rows, 0]
-        self.queues[rows] = 0.0
+            self._times[row, :-1] = arr.times
+            self._times[row, -1] = arr.times[-1]
+            self._cats[row, :-1] = arr.categories
+            self._thetas[row, :-1] = arr.thetas
+            self._flights[row, :-1] = arr.flights
+        self._index[rows] = 0
+        self._queues[rows] = 0.0
         self._history[rows] = 0
         self._refresh()
+        self._gather()
 
     def _refresh(self) -> None:
-        backlog = self.queues / self.game.rates
+        backlog = self._queues / self._rates
         cols = self._team_cols
         waits = backlog[:, cols[0]]
         for col in cols[1:]:
             np.maximum(waits, backlog[:, col], out=waits)
-        self.backlog = backlog
-        self.team_waits = waits
+        self._backlog = backlog
+        self._waits = waits
 
-    def _waiting(self, values: np.ndarray) -> np.ndarray:
-        live = self.index < self._p
-        out = np.full(self.n, -1, dtype=np.int64)
-        out[live] = values[self._rows[live], self.index[live]]
-        return out
+    def _gather(self) -> None:
+        """The waiting passenger of every row (the sentinel column after the last)."""
+        rows, idx = self._rows, self._index
+        self._category = self._cats[rows, idx]
+        self._clock = self._times[rows, idx]
+
+    @property
+    def index(self) -> np.ndarray:
+        """Which passenger of its day each row is at (``game.n_passengers`` when done)."""
+        return self._index.copy()
 
     @property
     def done(self) -> np.ndarray:
         """Whether each row's day is over, bool (N,)."""
-        return self.index >= self._p
+        return self._index >= self._p
 
     @property
     def category(self) -> np.ndarray:
         """Category of each row's waiting passenger (-1 after the last), int (N,)."""
-        return self._waiting(self._cats)
+        return self._category.copy()
 
     @property
     def theta(self) -> np.ndarray:
         """θ of each row's waiting passenger (-1 after the last), int (N,)."""
-        return self._waiting(self._thetas)
+        return self._thetas[self._rows, self._index]
 
     @property
     def flight(self) -> np.ndarray:
         """κ of each row's waiting passenger (-1 after the last), int (N,)."""
-        return self._waiting(self._flights)
+        return self._flights[self._rows, self._index]
+
+    @property
+    def clock(self) -> np.ndarray:
+        """τ: each row's waiting passenger's arrival (the last arrival after the day), (N,)."""
+        return self._clock.copy()
+
+    @property
+    def queues(self) -> np.ndarray:
+        """ξ, passengers in each resource's queue, drained to the waiting arrival, (N, R)."""
+        return self._queues.copy()
+
+    @property
+    def backlog(self) -> np.ndarray:
+        """ξ_r / f_r, minutes, (N, R)."""
+        return self._backlog.copy()
+
+    @property
+    def team_waits(self) -> np.ndarray:
+        """w_t = max_{r∈t} ξ_r / f_r, minutes, (N, T)."""
+        return self._waits.copy()
 
     @property
     def history(self) -> np.ndarray:
-        """h: passengers of each category screened so far, int (N, C) (a copy)."""
+        """h: passengers of each category screened so far, int (N, C)."""
         return self._history.copy()
 
     # Transition ------------------------------------------------------------------------
@@ -416,12 +447,14 @@ class DayBatch:
         Returns:
             The :class:`BatchStepResult` of the stepped rows.
         """
-        rows = self._rows if rows is None else np.asarray(rows, dtype=np.int64)
-        idx = self.index[rows]
-        if np.any(idx >= self._p):
+        every = rows is None
+        rows = self._rows if every else np.asarray(rows, dtype=np.int64)
+        idx = self._index if every else self._index[rows]
+        cats = self._category if every else self._category[rows]
+        if np.any(cats < 0):
             raise RuntimeError("a day is over: reset it before stepping")
-        queues_before = self.queues[rows]
-        waits = self.team_waits[rows]
+        queues_before = self._queues if every else self._queues[rows]
+        waits = self._waits if every else self._waits[rows]
         if self.queue_mode == "expected":
             wait = np.einsum("nt,nt->n", allocation, waits)
             queues = queues_before + allocation @ self._members
@@ -434,17 +467,17 @@ class DayBatch:
             team = np.minimum(team, allocation.shape[1] - 1)
             wait = waits[np.arange(rows.shape[0]), team]
             queues = queues_before + self._members[team]
-        cats = self._cats[rows, idx]
         self._history[rows, cats] += 1
         idx = idx + 1
-        self.index[rows] = idx
-        live = idx < self._p
-        if live.any():
-            lr, li = rows[live], idx[live]
-            gap = self._times[lr, li] - self._times[lr, li - 1]
-            q = queues[live] - gap[:, None] * self.game.rates
-            queues[live] = np.maximum(q, 0.0)
-            self.clock[lr] = self._times[lr, li]
-        self.queues[rows] = queues
+        # Drain the gap to the next arrival (zero after the last: the sentinel repeats it).
+        gap = self._times[rows, idx] - self._times[rows, idx - 1]
+        queues = np.maximum(queues - gap[:, None] * self._rates, 0.0)
+        if every:
+            self._index = idx
+            self._queues = queues
+        else:
+            self._index[rows] = idx
+            self._queues[rows] = queues
         self._refresh()
+        self._gather()
         return BatchStepResult(queues_before, waits, wait, team)

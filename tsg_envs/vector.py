@@ -83,6 +83,12 @@ class ScreeningVectorEnv(VectorEnv):
         self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._t = g.n_teams
+        self._all = np.ones(self.num_envs, dtype=bool)
+        self._all_idx = np.arange(self.num_envs)
+        self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
+        self._hist_count = np.zeros((self.num_envs, g.n_categories), dtype=np.int64)
+        # Largest |coefficient| of each category's risk rows (bounds |a·π| for π ≥ 0, Σπ ≈ 1).
+        self._row_scale = np.abs(self._a_risk).max(axis=(1, 2))
 
     # Public helpers -------------------------------------------------------------------------
     def polytope(self, c: int):  # noqa: ANN201 (a Polytope)
@@ -116,7 +122,7 @@ class ScreeningVectorEnv(VectorEnv):
             seeds = list(seed)
             if len(seeds) != n:
                 raise ValueError(f"seed must be an int or a list of {n} seeds, got {len(seeds)}")
-        mask = np.ones(n, dtype=bool)
+        mask = self._all.copy()
         if options is not None and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
             if mask.shape != (n,) or mask.dtype != np.bool_ or not mask.any():
@@ -126,7 +132,9 @@ class ScreeningVectorEnv(VectorEnv):
         rows = np.flatnonzero(mask)
         self._reset_rows(rows, [seeds[i] for i in rows.tolist()])
         self._autoreset[rows] = False
-        return self._observations(), self._reset_infos(rows)
+        infos: dict[str, Any] = {}
+        self._waiting_infos(infos, mask)
+        return self._observations(), infos
 
     def step(
         self, actions: np.ndarray
@@ -136,46 +144,59 @@ class ScreeningVectorEnv(VectorEnv):
         a = np.asarray(actions, dtype=np.float64)
         if a.shape != (n, t):
             raise ValueError(f"actions must have shape {(n, t)}, got {a.shape}")
-        if np.any(self._days.done & ~self._autoreset):
+        days = self._days
+        cats = days.category
+        autoreset = self._autoreset
+        every = not autoreset.any()
+        if every:
+            step_rows = None
+            stepped = self._all
+        else:
+            stepped = ~autoreset
+            step_rows = np.flatnonzero(stepped)
+            cats = cats[step_rows]
+            a = a[step_rows]
+        if np.any(cats < 0):
             raise RuntimeError("a sub-environment was never reset: call reset() first")
-        step_rows = np.flatnonzero(~self._autoreset)
-        reset_rows = np.flatnonzero(self._autoreset)
-        # Check every stepped action before any state changes (raise mode, NaN, inf).
-        executed = penalty = viol = None
-        if step_rows.size:
-            executed, penalty, viol = self._check(a[step_rows], self._days.category[step_rows])
         rewards = np.zeros(n)
         terminated = np.zeros(n, dtype=bool)
         infos: dict[str, Any] = {}
-        if step_rows.size:
+        if cats.size:
+            # Every stepped action is checked before any state changes (raise mode, NaN, inf).
+            executed, penalty, viol = self._check(a, cats)
             u = None
             if self.queue_mode == "sampled":
-                u = np.array([self._rngs[i].random() for i in step_rows.tolist()])
-            res = self._days.step(executed, step_rows, u)
-            rewards[step_rows] = -res.wait - penalty
-            terminated[step_rows] = self._days.done[step_rows]
-            infos = self._waiting_infos(step_rows)
+                rngs = self._rngs
+                idx = range(n) if every else step_rows.tolist()
+                u = np.array([rngs[i].random() for i in idx])
+            res = days.step(executed, step_rows, u)
+            if every:
+                rewards = -res.wait - penalty
+                terminated = days.done
+            else:
+                rewards[step_rows] = -res.wait - penalty
+                terminated[step_rows] = days.done[step_rows]
+            self._waiting_infos(infos, stepped)
             for key, value in (
                 ("queues", res.queues), ("wait", res.wait), ("penalty", penalty),
                 ("proposed_violation", viol), ("executed_action", executed), ("team", res.team),
             ):
-                full = np.zeros((n, *value.shape[1:]), dtype=value.dtype)
-                full[step_rows] = value
-                mask = np.zeros(n, dtype=bool)
-                mask[step_rows] = True
-                infos[key], infos[f"_{key}"] = full, mask
-        if reset_rows.size:
+                if not every:
+                    full = np.zeros((n, *value.shape[1:]), dtype=value.dtype)
+                    full[step_rows] = value
+                    value = full
+                infos[key], infos[f"_{key}"] = value, stepped.copy()
+        if not every:
+            reset_rows = np.flatnonzero(autoreset)
             self._reset_rows(reset_rows, [None] * reset_rows.size)
-            reset_info = self._waiting_infos(reset_rows)
-            for key in ("category", "theta", "flight", "time"):
-                if key in infos:
-                    infos[key][reset_rows] = reset_info[key][reset_rows]
-                    infos[f"_{key}"] |= reset_info[f"_{key}"]
-                else:
-                    infos[key], infos[f"_{key}"] = reset_info[key], reset_info[f"_{key}"]
+            self._waiting_infos(infos, autoreset)
+            infos = {key: infos[key] for key in _ordered(infos)}
         self._autoreset = terminated.copy()
-        infos = {key: infos[key] for key in _ordered(infos)}
-        return self._observations(), rewards, terminated, np.zeros(n, dtype=bool), infos
+        if every:
+            obs = self._observations((None, cats))
+        else:
+            obs = self._observations()
+        return obs, rewards, terminated, np.zeros(n, dtype=bool), infos
 
     def close_extras(self, **kwargs: Any) -> None:
         """Nothing to release."""
@@ -188,6 +209,7 @@ class ScreeningVectorEnv(VectorEnv):
                 self._rngs[row], _ = seeding.np_random(seed)
             arrivals.append(sample_arrivals(self.game, self._rngs[row]))
         self._days.reset(arrivals, rows)
+        self._hist_count = self._days.history
 
     def _check(
         self, a: np.ndarray, cats: np.ndarray
@@ -195,23 +217,29 @@ class ScreeningVectorEnv(VectorEnv):
         """(executed actions, penalties, proposal violations) of the stepped rows' proposals.
 
         The single environment's contract, batched: non-finite raises; within the tolerance the
-        renormalised proposal runs (α-projected if renormalising crossed the tolerance);
-        outside it ``invalid_action`` decides.
+        renormalised proposal runs (α-projected if renormalising could have crossed the
+        tolerance and did); outside it ``invalid_action`` decides.
         """
-        if not np.all(np.isfinite(a)):
-            bad = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
-            raise ValueError(f"action must be finite, got {a[bad]} (row {bad} of the stepped)")
-        huge = np.abs(a).max(axis=1) > 1e150
         with np.errstate(over="ignore", invalid="ignore"):
             total = a.sum(axis=1)
-            excess = np.einsum("nmt,nt->nm", self._a_risk[cats], a) - self._b_risk[cats]
+        huge = None
+        if not np.isfinite(total).all():  # a NaN or inf entry, or finite entries overflowing
+            if not np.isfinite(a).all():
+                bad = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
+                raise ValueError(f"action must be finite, got {a[bad]} (row {bad} of the stepped)")
+        if np.abs(a).max() > 1e150:
+            huge = np.abs(a).max(axis=1) > 1e150
+        with np.errstate(over="ignore", invalid="ignore"):
+            rows_ex = np.einsum("nmt,nt->nm", self._a_risk[cats], a)
+            rows_ex -= self._b_risk[cats]
+        rows = rows_ex.max(axis=1)
         amin = a.min(axis=1)
-        viol = np.maximum.reduce(
-            [np.zeros_like(total), excess.max(axis=1), np.abs(total - 1.0), -amin]
-        )
-        viol[huge] = np.inf
+        viol = np.maximum(np.maximum(rows, np.abs(total - 1.0)), np.maximum(-amin, 0.0))
+        if huge is not None:
+            viol[huge] = np.inf
         bad = viol > FEASIBILITY_TOL
-        if bad.any() and self.invalid_action == "raise":
+        any_bad = bool(bad.any())
+        if any_bad and self.invalid_action == "raise":
             i = int(np.flatnonzero(bad)[0])
             c = int(cats[i])
             theta, flight = self.game.split_category(c)
@@ -219,69 +247,85 @@ class ScreeningVectorEnv(VectorEnv):
                 f"action violates the polytope of category {c} (theta={theta}, "
                 f"flight={flight}) by {viol[i]:.3g} > {FEASIBILITY_TOL:g} (row {i} of the stepped)"
             )
-        executed = a.copy()
         penalty = np.zeros(a.shape[0])
-        # Renormalise: clip at 0 where needed, divide by the sum where it is not 1.
         neg = amin < 0
-        if neg.any():
-            executed[neg] = np.maximum(executed[neg], 0.0)
-        big = huge & (executed.max(axis=1) > 0)
-        if big.any():  # scale before summing, so no sum overflows
-            executed[big] /= executed[big].max(axis=1, keepdims=True)
-        sums = executed.sum(axis=1)
-        empty = sums <= 0
-        renorm = (sums != 1.0) & ~empty
-        executed[renorm] /= sums[renorm, None]
-        if empty.any():
-            executed[empty] = self.polytopes.centers[cats[empty]]
-        centers = self.polytopes.centers[cats]
-        a_ub, b_ub = self.polytopes.A_ub[cats], self.polytopes.b_ub[cats]
-        if self.invalid_action == "penalize" and bad.any():
-            ex = np.einsum("nmt,nt->nm", self._a_risk[cats[bad]], executed[bad])
-            ex -= self._b_risk[cats[bad]]
-            penalty[bad] = self.violation_penalty * np.maximum(ex.max(axis=1), 0.0)
-        # Within the tolerance (every mode) a renormalised proposal that now breaks a row, and
-        # in project mode every proposal outside it, is α-projected toward the centre.
-        recheck = ~bad & (neg | renorm)
-        project = bad if self.invalid_action == "project" else np.zeros_like(bad)
+        if not any_bad and not neg.any():
+            # The common case: every proposal within the tolerance and non-negative.
+            executed = a / total[:, None]
+            risky = rows + self._row_scale[cats] * np.abs(total - 1.0) * 2.0
+            recheck = risky > FEASIBILITY_TOL - 1e-12
+            project = np.zeros(a.shape[0], dtype=bool)
+        else:
+            executed = np.maximum(a, 0.0)
+            if huge is not None:  # scale before summing, so no sum overflows
+                big = huge & (executed.max(axis=1) > 0)
+                executed[big] /= executed[big].max(axis=1, keepdims=True)
+            sums = executed.sum(axis=1)
+            empty = sums <= 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                executed /= sums[:, None]
+            if empty.any():
+                executed[empty] = self.polytopes.centers[cats[empty]]
+            if self.invalid_action == "penalize" and any_bad:
+                ex = np.einsum("nmt,nt->nm", self._a_risk[cats[bad]], executed[bad])
+                ex -= self._b_risk[cats[bad]]
+                penalty[bad] = self.violation_penalty * np.maximum(ex.max(axis=1), 0.0)
+            recheck = ~bad
+            project = bad if self.invalid_action == "project" else np.zeros_like(bad)
+        # Within the tolerance a renormalised proposal that now breaks a row, and in project
+        # mode every proposal outside it, is α-projected toward the centre.
         if recheck.any():
-            ex = np.einsum("nmt,nt->nm", self._a_risk[cats[recheck]], executed[recheck])
-            ex -= self._b_risk[cats[recheck]]
+            r = np.flatnonzero(recheck)
+            ex = np.einsum("nmt,nt->nm", self._a_risk[cats[r]], executed[r])
+            ex -= self._b_risk[cats[r]]
             project = project.copy()
-            project[np.flatnonzero(recheck)[ex.max(axis=1) > FEASIBILITY_TOL]] = True
+            project[r[ex.max(axis=1) > FEASIBILITY_TOL]] = True
         if project.any():
+            pc = cats[project]
             executed[project] = alpha_project(
-                executed[project], centers[project], a_ub[project], b_ub[project]
+                executed[project], self.polytopes.centers[pc], self.polytopes.A_ub[pc],
+                self.polytopes.b_ub[pc],
             )
         return executed, penalty, viol
 
-    def _observations(self) -> np.ndarray:
-        days, lay = self._days, self.obs_layout
-        obs = np.zeros((self.num_envs, self.single_observation_space.shape[0]), dtype=np.float32)
-        c = days.category
-        live = c >= 0
-        obs[np.flatnonzero(live), lay["category"].start + c[live]] = 1.0
-        obs[:, lay["backlog"]] = days.backlog
-        obs[:, lay["waits"]] = days.team_waits
-        obs[:, lay["history"]] = days.history * self._inv_expected
-        obs[:, lay["clock"]] = np.minimum(days.clock / self.game.day_length, 1.0)[:, None]
-        return obs
+    def _observations(self, stepped: tuple[np.ndarray | None, np.ndarray] | None = None
+                      ) -> np.ndarray:
+        """The observation batch (a copy of a buffer kept current).
 
-    def _waiting_infos(self, rows: np.ndarray) -> dict[str, Any]:
-        """The four waiting-passenger keys for ``rows`` (with masks), as SyncVectorEnv builds."""
-        days, n = self._days, self.num_envs
-        mask = np.zeros(n, dtype=bool)
-        mask[rows] = True
-        out: dict[str, Any] = {}
+        ``stepped`` = (rows or None for all, their categories just screened): only those
+        history entries changed; without it every row is rewritten (after a reset).
+        """
+        days, lay, buf = self._days, self.obs_layout, self._obs
+        c = days.category
+        hist = lay["history"]
+        if stepped is None:
+            buf[:, hist] = days.history * self._inv_expected
+        else:
+            rows, cats = stepped
+            rows = self._all_idx if rows is None else rows
+            count = self._hist_count
+            count[rows, cats] += 1
+            buf[rows, hist.start + cats] = count[rows, cats] * self._inv_expected[cats]
+        buf[:, lay["category"]] = 0.0
+        live = c >= 0
+        buf[self._all_idx[live], lay["category"].start + c[live]] = 1.0
+        buf[:, lay["backlog"]] = days.backlog
+        buf[:, lay["waits"]] = days.team_waits
+        buf[:, lay["clock"]] = np.minimum(days.clock / self.game.day_length, 1.0)[:, None]
+        return buf.copy()
+
+    def _waiting_infos(self, infos: dict[str, Any], rows: np.ndarray) -> None:
+        """Write the four waiting-passenger keys (and masks) of the rows in bool ``rows``."""
+        days = self._days
         for key, values in (("category", days.category), ("theta", days.theta),
                             ("flight", days.flight), ("time", days.clock)):
-            full = np.zeros(n, dtype=values.dtype)
-            full[rows] = values[rows]
-            out[key], out[f"_{key}"] = full, mask.copy()
-        return out
-
-    def _reset_infos(self, rows: np.ndarray) -> dict[str, Any]:
-        return self._waiting_infos(rows)
+            if key in infos:  # autoreset rows joining stepped ones
+                infos[key][rows] = values[rows]
+                infos[f"_{key}"] |= rows
+            else:
+                if not rows.all():
+                    values = np.where(rows, values, np.zeros((), dtype=values.dtype))
+                infos[key], infos[f"_{key}"] = values, rows.copy()
 
 
 def _ordered(infos: dict[str, Any]) -> list[str]:
