@@ -154,7 +154,7 @@ def play_duel(
         d_return += rewards[DEFENDER]
         gain += rewards[ATTACKER]
         if duel.attacker_waiting:  # it stands where passenger `index` of the day stood
-            strike_step = duel.screening._day.index
+            strike_step = duel.screening.day.index
     info = infos[ATTACKER]
     return DuelOutcome(
         theta=int(info["theta"]),

@@ -166,4 +166,4 @@ class AttackerEnv(gym.Env):
 
     def _day_step(self) -> int:
         """Index, in the attack-free day, of the passenger now waiting (N after the last)."""
-        return self.duel.screening._day.index - int(self.duel.screened)
+        return self.duel.screening.day.index - int(self.duel.screened)

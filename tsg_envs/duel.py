@@ -254,7 +254,7 @@ class DuelParallelEnv(ParallelEnv):
             raise ValueError(f"actions must hold one action per live agent; missing {missing}")
         attack = self._check_attack(actions[ATTACKER])
         self.screening.check_action(actions[DEFENDER])  # nothing has moved if either is bad
-        day = self.screening._day
+        day = self.screening.day
         screening_attacker = self._attacker_waiting
         d_obs, d_reward, _, _, d_info = self.screening.step(actions[DEFENDER])
 
@@ -264,7 +264,7 @@ class DuelParallelEnv(ParallelEnv):
         self._gain_step = gain
         if attack != WAIT:
             flight, method = decode_attack(attack, self.game.n_methods)
-            day.insert_passenger(self.theta, flight)
+            self.screening.insert_passenger(self.theta, flight)
             self.struck = True
             self.flight, self.method = flight, method
             self.strike_time = float(day.clock)
@@ -274,8 +274,8 @@ class DuelParallelEnv(ParallelEnv):
 
         if self._attacker_waiting:
             # The state after the insertion: the defender faces the attacker next.
-            d_obs = self.screening._obs()
-            d_info.update(self.screening._info())
+            d_obs = self.screening.observation()
+            d_info.update(self.screening.waiting_info())
         d_info["attack_loss"] = gain
         done = day.done
         self._defender_obs, self._defender_info = d_obs, d_info
@@ -419,7 +419,7 @@ class DuelParallelEnv(ParallelEnv):
         return gain
 
     def _attacker_obs(self) -> dict[str, np.ndarray]:
-        day = self.screening._day
+        day = self.screening.day
         lay = self.attacker_obs_layout
         x = np.zeros(self._spaces_obs[ATTACKER]["observation"].shape, dtype=np.float32)
         x[lay["theta"].start + self.theta] = 1.0

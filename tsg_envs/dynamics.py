@@ -155,6 +155,15 @@ class ScreeningDay:
         """h: passengers of each category screened so far, int (C,) (a fresh array)."""
         return np.array(self._history, dtype=np.int64)
 
+    def screened(self, c: int) -> int:
+        """h_c, passengers of category ``c`` screened so far (no array built)."""
+        return self._history[c]
+
+    @property
+    def n_passengers(self) -> int:
+        """Passengers of the day (the attacker included once inserted); 0 before a reset."""
+        return self._n
+
     def _refresh(self) -> None:
         """Recompute ``backlog`` (ξ_r / f_r) and ``team_waits`` (max over members) from queues."""
         backlog = self.queues / self._rates

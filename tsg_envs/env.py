@@ -400,13 +400,12 @@ class ScreeningEnv(gym.Env):
         # The observation changes only where the state did: the history entry of the category
         # just screened is updated here, the rest is written by _write_state().
         h = self._history_start + c
-        self._obs_buf[h] = day._history[c] * self._inv_expected_list[c]
-        i = day.index
-        waiting = i < day._n
+        self._obs_buf[h] = day.screened(c) * self._inv_expected_list[c]
+        waiting = day.index < day.n_passengers
         info = {
-            "category": day._cats[i] if waiting else -1,
-            "theta": day._thetas[i] if waiting else -1,
-            "flight": day._flights[i] if waiting else -1,
+            "category": day.category,
+            "theta": day.theta,
+            "flight": day.flight,
             "time": day.clock,
             "queues": result.queues,
             "wait": result.wait,
@@ -446,7 +445,7 @@ class ScreeningEnv(gym.Env):
             raise TypeError("options['arrivals'] must be a tsg_envs.Arrivals")
         self._day.reset(arrivals)
         self._last_wait = 0.0
-        return self._obs(), self._info()
+        return self.observation(), self.waiting_info()
 
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: one line of queues and waits; ``"rgb_array"``: queue backlogs as bars."""
@@ -481,12 +480,36 @@ class ScreeningEnv(gym.Env):
     def close(self) -> None:
         """Nothing to release."""
 
-    # Internals ---------------------------------------------------------------------------
-    def _obs(self) -> np.ndarray:
-        """Write the current state into the observation buffer and return a copy."""
+    # Faces: the duel and the attacker's env read and extend the day through these ---------
+    @property
+    def day(self) -> ScreeningDay:
+        """The day being screened (read its public state; step it only through :meth:`step`)."""
+        return self._day
+
+    def insert_passenger(self, theta: int, flight: int) -> None:
+        """Put an extra passenger of ⟨θ, κ⟩ in line now (see ``ScreeningDay.insert_passenger``).
+
+        The next :meth:`step` screens it; :meth:`observation` and :meth:`waiting_info` then
+        describe it. Used by the duel to insert the attacker.
+        """
+        self._day.insert_passenger(theta, flight)
+
+    def observation(self) -> np.ndarray:
+        """The observation of the current state (a fresh array; as ``reset``/``step`` return)."""
         self._obs_buf[self._history_slice] = self._day.history * self._inv_expected
         return self._write_state()
 
+    def waiting_info(self) -> dict[str, Any]:
+        """``category``, ``theta``, ``flight``, ``time`` of the passenger now waiting."""
+        day = self._day
+        return {
+            "category": day.category,
+            "theta": day.theta,
+            "flight": day.flight,
+            "time": day.clock,
+        }
+
+    # Internals ---------------------------------------------------------------------------
     def _write_state(self) -> np.ndarray:
         """Write everything but the history into the observation buffer; return a copy."""
         day = self._day
@@ -500,15 +523,6 @@ class ScreeningEnv(gym.Env):
         buf[self._waits_slice] = day.team_waits
         buf[self._clock_pos] = min(day.clock / self._day_length, 1.0)
         return buf.copy()
-
-    def _info(self) -> dict[str, Any]:
-        day = self._day
-        return {
-            "category": day.category,
-            "theta": day.theta,
-            "flight": day.flight,
-            "time": day.clock,
-        }
 
     def _measure(
         self, action: Any, c: int
