@@ -454,11 +454,11 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
-def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
+def rng_state(rng: np.random.Generator) -> dict[str, Any]:
     return {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()}
 
 
-def _set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
+def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
     rng.bit_generator.state = state["numpy"]
     torch.set_rng_state(state["torch"])
 
@@ -484,7 +484,7 @@ class OffPolicyHooks:
     config: Any
 
 
-def _progress(run: RunConfig, initial: int) -> Any:
+def progress_bar(run: RunConfig, initial: int) -> Any:
     if not run.progress:
         return None
     from tqdm.auto import tqdm
@@ -531,13 +531,13 @@ def train_off_policy(
         algorithm.load_state_dict(state["algorithm"])
         step, day = state["step"], state["day"]
         update_credit, wall_before = state["update_credit"], state["wall_s"]
-        _set_rng_state(rng, state["rng"])
+        set_rng_state(rng, state["rng"])
         if state.get("buffer") is not None:
             buffer = pickle.loads(state["buffer"])
         best_eval = state.get("best_eval", best_eval)
     curve = CurveLog(out / "curve.csv", method, run)
     agent = TorchAgent(hooks.greedy_act, method)
-    bar = _progress(run, step)
+    bar = progress_bar(run, step)
     t0 = time.perf_counter() - wall_before
     next_eval = (step // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
     next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
@@ -551,7 +551,7 @@ def train_off_policy(
             "day": day,
             "update_credit": update_credit,
             "wall_s": time.perf_counter() - t0,
-            "rng": _rng_state(rng),
+            "rng": rng_state(rng),
             "best_eval": best_eval,
             "buffer": pickle.dumps(buffer) if with_buffer else None,
         }

@@ -35,16 +35,16 @@ from baselines._torch_common import (
     ObsScale,
     ScaledMLP,
     TorchAgent,
-    _progress,
-    _rng_state,
-    _set_rng_state,
     day_seed,
     evaluate_mean_wait,
     latest_checkpoint,
     load_checkpoint,
     make_config,
+    progress_bar,
+    rng_state,
     save_best,
     save_checkpoint,
+    set_rng_state,
 )
 from baselines.api import Method, RunConfig
 from baselines.projection import AlphaProjection
@@ -172,11 +172,11 @@ def train(run: RunConfig) -> TorchAgent:
             raise ValueError(f"{ckpt} holds a {state['method']} run, not ppo")
         algorithm.load_state_dict(state["algorithm"])
         step, day, wall_before = state["step"], state["day"], state["wall_s"]
-        _set_rng_state(np.random.default_rng(), state["rng"])  # restores torch's RNG
+        set_rng_state(np.random.default_rng(), state["rng"])  # restores torch's RNG
         buffer = pickle.loads(state["buffer"])
         best_eval = state.get("best_eval", best_eval)
     curve = CurveLog(out / "curve.csv", "ppo", run)
-    bar = _progress(run, step)
+    bar = progress_bar(run, step)
     t0 = time.perf_counter() - wall_before
     next_eval = (step // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
     next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
@@ -189,7 +189,7 @@ def train(run: RunConfig) -> TorchAgent:
             "step": step,
             "day": day,
             "wall_s": time.perf_counter() - t0,
-            "rng": _rng_state(np.random.default_rng()),
+            "rng": rng_state(np.random.default_rng()),
             "best_eval": best_eval,
             "buffer": pickle.dumps(buffer),
         }

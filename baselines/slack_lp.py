@@ -54,6 +54,7 @@ from baselines.nonlearning import (
     read_checkpoint,
     solve_or_resume,
 )
+from tsg_envs import highs
 from tsg_envs.game import Game
 from tsg_envs.lp import solve_window_lp
 from tsg_envs.polytope import PolytopeSet, alpha_project
@@ -177,51 +178,14 @@ def highs_model(
     col_hi: np.ndarray,
     hessian_diag: np.ndarray | None = None,
 ) -> highspy.Highs:
-    """A silent, deterministic HiGHS model of min cᵀx (+ ½ xᵀ diag(h) x) s.t. bounds.
-
-    Infinite bounds may be given as ±inf. The model is passed but not run.
-    """
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("random_seed", 0)
-    inf = highspy.kHighsInf
+    """:func:`tsg_envs.highs.model` with the constraint matrix's indices sorted first."""
     a = sparse.csc_array(a)
     a.sort_indices()
-    n = cost.shape[0]
-    lp = highspy.HighsLp()
-    lp.num_col_ = n
-    lp.num_row_ = a.shape[0]
-    lp.col_cost_ = np.asarray(cost, dtype=float)
-    lp.col_lower_ = np.clip(np.asarray(col_lo, dtype=float), -inf, inf)
-    lp.col_upper_ = np.clip(np.asarray(col_hi, dtype=float), -inf, inf)
-    lp.row_lower_ = np.clip(np.asarray(row_lo, dtype=float), -inf, inf)
-    lp.row_upper_ = np.clip(np.asarray(row_hi, dtype=float), -inf, inf)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = a.indices.astype(np.int32)
-    lp.a_matrix_.value_ = a.data.astype(float)
-    if hessian_diag is None:
-        h.passModel(lp)
-    else:
-        model = highspy.HighsModel()
-        model.lp_ = lp
-        hess = highspy.HighsHessian()
-        hess.dim_ = n
-        hess.format_ = highspy.HessianFormat.kTriangular
-        hess.start_ = np.arange(n + 1, dtype=np.int32)
-        hess.index_ = np.arange(n, dtype=np.int32)
-        hess.value_ = np.asarray(hessian_diag, dtype=float)
-        model.hessian_ = hess
-        h.passModel(model)
-    return h
+    return highs.model(cost, a, row_lo, row_hi, col_lo, col_hi, hessian_diag)
 
 
 def _run(h: highspy.Highs, what: str) -> np.ndarray:
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"{what}: HiGHS returned {h.modelStatusToString(status)}")
-    return np.array(h.getSolution().col_value)
+    return highs.run(h, what)[0]
 
 
 def clean_allocations(

@@ -31,9 +31,8 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from tsg_envs import validation
+from tsg_envs import highs, validation
 from tsg_envs.game import Game, arrival_window_probabilities
-from tsg_envs.polytope import _silence_highs_banner, _solve_highs
 
 __all__ = ["WindowLPSolution", "solve_window_lp", "window_edges", "min_risk_allocations"]
 
@@ -156,38 +155,6 @@ def min_risk_allocations(game: Game) -> tuple[np.ndarray, np.ndarray]:
     return policy, risk
 
 
-def _highs_model(
-    cost: np.ndarray,
-    a_csc: sparse.csc_array,
-    row_lo: np.ndarray,
-    row_hi: np.ndarray,
-    col_lo: np.ndarray,
-    col_hi: np.ndarray,
-    solver: str = "simplex",
-) -> highspy.Highs:
-    """A quiet, deterministic HiGHS instance holding min cᵀx s.t. row_lo ≤ A x ≤ row_hi, bounds."""
-    _silence_highs_banner()
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("random_seed", 0)
-    h.setOptionValue("solver", solver)
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_ = int(cost.shape[0])
-    lp.num_row_ = int(a_csc.shape[0])
-    lp.col_cost_ = cost.astype(float)
-    lp.col_lower_ = np.where(np.isfinite(col_lo), col_lo, -inf).astype(float)
-    lp.col_upper_ = np.where(np.isfinite(col_hi), col_hi, inf).astype(float)
-    lp.row_lower_ = np.where(np.isfinite(row_lo), row_lo, -inf).astype(float)
-    lp.row_upper_ = np.where(np.isfinite(row_hi), row_hi, inf).astype(float)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a_csc.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = a_csc.indices.astype(np.int32)
-    lp.a_matrix_.value_ = a_csc.data.astype(float)
-    h.passModel(lp)
-    return h
-
-
 def _solve_window(
     game: Game, counts: np.ndarray, length: float, fallback: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -226,7 +193,7 @@ def _solve_window(
     n_total = float(counts[active].sum())
     a_st = np.hstack([members.T, -capacity[:, None]])  # (R, T + 1)
     a_st = np.vstack([a_st, np.r_[np.ones(t), 0.0]])
-    x_st, _ = _solve_highs(
+    x_st, _ = highs.solve(
         np.r_[np.zeros(t), 1.0], a_st,
         np.r_[np.full(r, -np.inf), n_total], np.r_[np.zeros(r), n_total],
         np.zeros(t + 1), np.full(t + 1, np.inf),
@@ -263,12 +230,9 @@ def _solve_window(
     col_lo = np.concatenate([np.zeros(n_pi), np.full(nu, -float(game.attack_loss.max()))])
     col_hi = np.concatenate([np.full(n_pi, np.inf), np.zeros(nu)])
     # Interior point (with crossover to a vertex) is about twice as fast as the simplex here.
-    h = _highs_model(cost, a_all, row_lo, row_hi, col_lo, col_hi, solver=_MAIN_SOLVER)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # pragma: no cover
-        raise RuntimeError(f"window LP failed: {h.modelStatusToString(h.getModelStatus())}")
-    best = -h.getInfo().objective_function_value
-    x = np.array(h.getSolution().col_value)
+    h = highs.model(cost, a_all, row_lo, row_hi, col_lo, col_hi, solver=_MAIN_SOLVER)
+    x, objective = highs.run(h, "window LP")
+    best = -objective
     # 3. Tie-break: keep Σ P u >= best - tol, maximise Σ u. The row and the new costs are added
     # to the solved model, so the simplex starts from the main LP's optimal basis.
     tol = 1e-9 * max(1.0, abs(best))

@@ -13,14 +13,11 @@ For the arriving category c = ⟨θ, κ⟩ the feasible allocations π ∈ R^T a
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
 from dataclasses import dataclass
 
-import highspy
 import numpy as np
 
+from tsg_envs import highs
 from tsg_envs.game import Game
 
 __all__ = [
@@ -160,80 +157,6 @@ def risk_rows(game: Game, risk_bound: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return a.reshape(c, game.n_methods, game.n_teams), b.reshape(c, game.n_methods)
 
 
-@functools.cache
-def _silence_highs_banner() -> None:
-    """Make the process's first ``Highs`` object with fd 1 pointed at /dev/null.
-
-    HiGHS prints a banner to fd 1 when the first ``Highs`` object is made, whatever its options.
-    """
-    try:
-        sys.stdout.flush()
-        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    except OSError:  # pragma: no cover - no real fd 1 (some notebook kernels)
-        highspy.Highs()
-        return
-    try:
-        os.dup2(null, 1)
-        highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
-
-
-def _solve_highs(
-    cost: np.ndarray,
-    a: np.ndarray,
-    row_lo: np.ndarray,
-    row_hi: np.ndarray,
-    col_lo: np.ndarray,
-    col_hi: np.ndarray,
-    hessian_diag: np.ndarray | None = None,
-) -> tuple[np.ndarray, float]:
-    """Minimise cᵀx (+ ½ xᵀ diag(h) x) s.t. row_lo ≤ A x ≤ row_hi, col_lo ≤ x ≤ col_hi."""
-    _silence_highs_banner()
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("random_seed", 0)
-    inf = highspy.kHighsInf
-    n = cost.shape[0]
-    lp = highspy.HighsLp()
-    lp.num_col_ = n
-    lp.num_row_ = a.shape[0]
-    lp.col_cost_ = cost.astype(float)
-    lp.col_lower_ = np.where(np.isfinite(col_lo), col_lo, -inf).astype(float)
-    lp.col_upper_ = np.where(np.isfinite(col_hi), col_hi, inf).astype(float)
-    lp.row_lower_ = np.where(np.isfinite(row_lo), row_lo, -inf).astype(float)
-    lp.row_upper_ = np.where(np.isfinite(row_hi), row_hi, inf).astype(float)
-    # column-wise dense -> CSC
-    nz = a != 0
-    starts = np.concatenate([[0], np.cumsum(nz.sum(axis=0))]).astype(np.int32)
-    rows, cols = np.nonzero(nz.T)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = starts
-    lp.a_matrix_.index_ = cols.astype(np.int32)
-    lp.a_matrix_.value_ = a.T[rows, cols].astype(float)
-    if hessian_diag is None:
-        h.passModel(lp)
-    else:
-        model = highspy.HighsModel()
-        model.lp_ = lp
-        hess = highspy.HighsHessian()
-        hess.dim_ = n
-        hess.format_ = highspy.HessianFormat.kTriangular
-        hess.start_ = np.arange(n + 1, dtype=np.int32)
-        hess.index_ = np.arange(n, dtype=np.int32)
-        hess.value_ = hessian_diag.astype(float)
-        model.hessian_ = hess
-        h.passModel(model)
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"HiGHS: {h.modelStatusToString(status)}")
-    x = np.array(h.getSolution().col_value)
-    return x, float(h.getInfo().objective_function_value)
-
-
 def min_category_risk(game: Game, theta: int, flight: int) -> tuple[float, np.ndarray]:
     """Smallest ψ_θ category ⟨θ, κ⟩ admits: min_π max_m P_θ (1 - z_m) L_{κ,m}, and its π."""
     t, m = game.n_teams, game.n_methods
@@ -249,7 +172,7 @@ def min_category_risk(game: Game, theta: int, flight: int) -> tuple[float, np.nd
     cost[t] = 1.0
     col_lo = np.concatenate([np.zeros(t), [-np.inf]])
     col_hi = np.full(t + 1, np.inf)
-    x, obj = _solve_highs(cost, a, row_lo, row_hi, col_lo, col_hi)
+    x, obj = highs.solve(cost, a, row_lo, row_hi, col_lo, col_hi)
     return obj, x[:t]
 
 
@@ -278,7 +201,7 @@ def _centre(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, float, floa
     col_lo = np.full(t + 1, -np.inf)
     col_hi = np.concatenate([np.full(t, np.inf), [1.0]])
     try:
-        x, obj = _solve_highs(cost, a, row_lo, row_hi, col_lo, col_hi)
+        x, obj = highs.solve(cost, a, row_lo, row_hi, col_lo, col_hi)
     except RuntimeError:
         return np.full(t, 1.0 / t), 0.0, -np.inf
     r_star = -obj
@@ -293,7 +216,7 @@ def _centre(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, float, floa
     row_lo2 = np.concatenate([np.full(k, -np.inf), [1.0]])
     # ½‖x - u‖² = ½ xᵀx - uᵀx + const
     try:
-        y, _ = _solve_highs(
+        y, _ = highs.solve(
             -u, a2, row_lo2, row_hi2, np.full(t, -np.inf), np.full(t, np.inf), np.ones(t)
         )
     except RuntimeError:

@@ -1,0 +1,64 @@
+"""Structure rules of the package, checked on its source (no imports of the code under test).
+
+No module reads another's private state: an attribute whose name starts with one underscore may
+be reached only through ``self``, ``cls`` or ``super()``, and no module imports an underscored
+name from another module. (Underscored *modules*, such as ``baselines._torch_common``, are
+package-internal and may be imported by their own package; their names are public to it.)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("tsg_envs", "baselines", "leaderboard")
+
+#: Third-party private attributes we rely on, each with its reason.
+ALLOWED = {
+    # Tianshou's one-off numba compilation, run before timing so it stays out of the timings.
+    ("baselines/bench.py", "Policy._compile"),
+}
+
+
+def _private_reads(path: Path) -> list[str]:
+    rel = path.relative_to(ROOT).as_posix()
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute):
+            name = node.attr
+            if not name.startswith("_") or name.startswith("__"):
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and ast.unparse(owner.func) == "super":
+                continue
+            text = f"{ast.unparse(owner)}.{name}"
+            if (rel, text) not in ALLOWED:
+                hits.append(f"{rel}:{node.lineno}: {text}")
+        elif isinstance(node, ast.ImportFrom):
+            hits += [
+                f"{rel}:{node.lineno}: from {node.module} import {alias.name}"
+                for alias in node.names
+                if alias.name.startswith("_") and not alias.name.startswith("__")
+            ]
+    return hits
+
+
+def test_the_checker_sees_a_private_read(tmp_path: Path) -> None:
+    probe = ROOT / "tsg_envs" / "_probe_for_structure_test.py"
+    try:
+        probe.write_text("from tsg_envs.x import _y\n\ndef f(env):\n    return env._day\n")
+        hits = _private_reads(probe)
+    finally:
+        probe.unlink()
+    assert [h.split(": ", 1)[1] for h in hits] == ["from tsg_envs.x import _y", "env._day"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_reads_another_modules_private_state(package: str) -> None:
+    hits = [h for p in sorted((ROOT / package).rglob("*.py")) for h in _private_reads(p)]
+    assert hits == [], "\n".join(hits)
