@@ -20,7 +20,6 @@ import csv
 import dataclasses
 import os
 import pickle
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from torch import nn
 
 from baselines.api import RunConfig
 from baselines.evaluate import training_day_seed
+from tsg_envs import provenance
 from tsg_envs.rollout import rollout
 from tsg_envs.wrappers import DEFAULT_BETA
 
@@ -344,25 +344,8 @@ def evaluate_mean_wait(env: gym.Env, agent: Any, n_days: int) -> tuple[float, fl
 
 
 def git_commit() -> str:
-    """Short hash of HEAD (``+dirty`` if the tracked tree differs), or ``unknown``."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "diff", "--quiet", "HEAD", "--", "baselines", "tsg_envs"],
-            cwd=root,
-            timeout=10,
-        ).returncode
-        return head + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    """Short hash of HEAD (``+dirty`` if baselines/ or tsg_envs/ differ), or ``unknown``."""
+    return provenance.git_commit(7, ("baselines", "tsg_envs")) or "unknown"
 
 
 class CurveLog:

@@ -37,6 +37,7 @@ from baselines.alpha_ddpg import AlphaDDPGConfig
 from baselines.alpha_ddpg import train as train_alpha_ddpg
 from baselines.api import RunConfig
 from baselines.projection import AlphaProjection
+from tsg_envs.provenance import cpu_model
 
 __all__ = ["BenchConfig", "bench_projection", "bench_training", "machine", "main"]
 
@@ -68,15 +69,7 @@ class BenchConfig:
 
 def machine() -> str:
     """A one-line description of this machine and the torch threads used."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_model() or platform.machine()
     return (
         f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} "
         f"({torch.get_num_threads()} thread(s)), Python {platform.python_version()}"

@@ -34,7 +34,6 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from tsg_envs.cache import KeyedCache
 from tsg_envs.rollout import Agent, LPAgent, rollout
 
 __all__ = [
@@ -107,8 +107,7 @@ REFERENCES: dict[str, AgentFactory] = {
     "slack-guided": _slack_guided_agent,
 }
 
-_REFERENCE_CACHE: OrderedDict = OrderedDict()
-_REFERENCE_CACHE_SIZE = 4096
+_REFERENCE_CACHE: KeyedCache[dict[str, float]] = KeyedCache(4096)
 
 
 def clear_reference_cache() -> None:
@@ -245,17 +244,14 @@ def reference_summary(
         agents: Reference agents already built for this env, by name (filled in as needed).
     """
     key = (name, env_id, int(instance_seed), int(day_seed), _freeze(dict(env_kwargs or {})))
-    if key in _REFERENCE_CACHE:
-        _REFERENCE_CACHE.move_to_end(key)
-        return _REFERENCE_CACHE[key]
     agents = {} if agents is None else agents
-    if name not in agents:
-        agents[name] = REFERENCES[name](env)
-    summary = rollout(env, agents[name], seed=int(day_seed)).summary()
-    _REFERENCE_CACHE[key] = summary
-    if len(_REFERENCE_CACHE) > _REFERENCE_CACHE_SIZE:
-        _REFERENCE_CACHE.popitem(last=False)
-    return summary
+
+    def run() -> dict[str, float]:
+        if name not in agents:
+            agents[name] = REFERENCES[name](env)
+        return rollout(env, agents[name], seed=int(day_seed)).summary()
+
+    return _REFERENCE_CACHE.get_or_make(key, run)
 
 
 def evaluate(

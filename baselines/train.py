@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import subprocess
 import sys
 import time
 import warnings
@@ -51,6 +50,7 @@ from baselines.evaluate import (
     seed_ranges_overlap,
 )
 from baselines.nonlearning import jsonable
+from tsg_envs.provenance import git_commit
 
 __all__ = ["build_parser", "parse_assignments", "run_config_from_args", "main"]
 
@@ -128,17 +128,6 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
     )
 
 
-def _git_commit() -> str | None:
-    try:
-        res = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-            cwd=Path(__file__).resolve().parent, timeout=5,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return res.stdout.strip() or None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     parser = build_parser()
@@ -186,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "learned": method.learned,
         "hparams": jsonable(run.hparams),
         "eval_seeds": eval_seeds,
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(short=None, dirty_paths=None),
         **result.to_dict(),
     }
     (run.out / "eval.json").write_text(json.dumps(record, indent=2) + "\n")

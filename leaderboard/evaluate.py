@@ -33,7 +33,7 @@ import gymnasium as gym
 
 import tsg_envs  # noqa: F401  (registers the ids)
 from leaderboard.aggregate import BOOTSTRAP_REPS, aggregate_units
-from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest, provenance
+from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
 from leaderboard.submission import (
     GuardedAgent,
     LoadedSubmission,
@@ -43,6 +43,7 @@ from leaderboard.submission import (
     load_submission,
 )
 from leaderboard.suites import Suite
+from tsg_envs.provenance import provenance
 from tsg_envs.risk import worst_case_risk
 from tsg_envs.rollout import Agent, LPAgent, rollout
 

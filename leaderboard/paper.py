@@ -683,7 +683,8 @@ def _full_protocol_estimate(cfg: PaperConfig, results: dict[str, dict]) -> list[
 
 def _passengers(n_flights: int, sigma: float | None) -> int:
     """Passengers of instance 0 of a setting (the game only: no polytopes, no LP)."""
-    from tsg_envs.game import GameConfig, make_game
+    from tsg_envs.game import GameConfig
+    from tsg_envs.instances import make_game
     from tsg_envs.registration import PRESETS
 
     preset = PRESETS[_BASE_ID]

@@ -26,14 +26,11 @@ A result file holds one submission evaluated on one suite. Its top-level keys:
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
-import os
-import platform
-import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from tsg_envs.provenance import provenance
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -332,69 +329,6 @@ def metrics_digest(doc: dict[str, Any]) -> str:
     core = {k: v for k, v in doc.items() if k not in ("provenance", "timing", "metrics_digest")}
     blob = json.dumps(core, sort_keys=True, allow_nan=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()
-
-
-_PACKAGES = (
-    "tsg-envs",
-    "numpy",
-    "scipy",
-    "highspy",
-    "gymnasium",
-    "pettingzoo",
-    "torch",
-    "tianshou",
-    "rliable",
-)
-
-
-def _cpu_model() -> str | None:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else ``platform.processor()``)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-def provenance(repo: Path | None = None) -> dict[str, Any]:
-    """Package versions, Python, platform, hardware, git commit (None outside a repository)."""
-    packages: dict[str, str | None] = {}
-    for name in _PACKAGES:
-        try:
-            packages[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            packages[name] = None
-    here = repo if repo is not None else Path(__file__).resolve().parent.parent
-    commit = _git(["rev-parse", "HEAD"], here)
-    dirty = None
-    if commit is not None:
-        status = _git(["status", "--porcelain", "--untracked-files=no"], here)
-        dirty = None if status is None else bool(status)
-    return {
-        "packages": packages,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "hardware": {
-            "machine": platform.machine(),
-            "processor": _cpu_model(),
-            "cpu_count": os.cpu_count(),
-        },
-        "git_commit": commit,
-        "git_dirty": dirty,
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
 
 
 def result_filename(submission_name: str, suite_name: str) -> str:

@@ -62,3 +62,26 @@ def test_the_checker_sees_a_private_read(tmp_path: Path) -> None:
 def test_no_module_reads_another_modules_private_state(package: str) -> None:
     hits = [h for p in sorted((ROOT / package).rglob("*.py")) for h in _private_reads(p)]
     assert hits == [], "\n".join(hits)
+
+
+def test_the_data_module_imports_nothing_above_it() -> None:
+    """tsg_envs/game.py (plain data) may import only the validation module of the package."""
+    tree = ast.parse((ROOT / "tsg_envs" / "game.py").read_text(encoding="utf-8"))
+    ours = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tsg_envs"):
+            ours |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            ours |= {a.name for a in node.names if a.name.startswith("tsg_envs")}
+    assert ours == {"tsg_envs.validation"}
+
+
+def test_the_cache_keeps_the_most_recent_values() -> None:
+    from tsg_envs.cache import KeyedCache
+
+    calls = []
+    cache = KeyedCache(2)
+    for key in ("a", "b", "a", "c", "b", None, None):  # "b" is evicted by "c", then remade
+        cache.get_or_make(key, lambda k=key: calls.append(k) or k)
+    assert calls == ["a", "b", "c", "b", None, None] and len(cache) == 2
+    assert "b" in cache and "c" in cache and "a" not in cache

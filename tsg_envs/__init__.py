@@ -5,7 +5,8 @@
 
 from tsg_envs.dynamics import Arrivals, ScreeningDay, sample_arrivals, team_waits
 from tsg_envs.env import ScreeningEnv
-from tsg_envs.game import Game, GameConfig, make_game
+from tsg_envs.game import Game, GameConfig
+from tsg_envs.instances import make_game
 from tsg_envs.lp import WindowLPSolution, solve_window_lp
 from tsg_envs.polytope import (
     FEASIBILITY_TOL,

@@ -35,9 +35,11 @@ import numpy as np
 
 import tsg_envs
 from tsg_envs.env import DEFAULT_RISK_SLACK
-from tsg_envs.game import GameConfig, make_game
+from tsg_envs.game import GameConfig
+from tsg_envs.instances import make_game
 from tsg_envs.lp import solve_window_lp
 from tsg_envs.polytope import build_polytopes
+from tsg_envs.provenance import cpu_model, git_commit
 
 __all__ = [
     "BOUND_CORNERS",
@@ -130,40 +132,13 @@ class LPTiming:
     polytope_wall_seconds: float
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
-def _git_commit() -> str:
-    root = Path(__file__).resolve().parent.parent
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
-            text=True, timeout=5, check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "tsg_envs"],
-            cwd=root, capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-        return out + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def machine_info() -> dict[str, str]:
     """CPU model, core count, OS, Python / numpy / gymnasium / tsg-envs versions, git commit."""
     import highspy  # noqa: F401  (only to report that it imports; HiGHS has no __version__)
     import scipy
 
     return {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model() or platform.machine() or "unknown",
         "cores": str(os.cpu_count()),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
@@ -171,7 +146,7 @@ def machine_info() -> dict[str, str]:
         "scipy": scipy.__version__,
         "gymnasium": gym.__version__,
         "tsg-envs": tsg_envs.__version__,
-        "git commit": _git_commit(),
+        "git commit": git_commit(dirty_paths=("tsg_envs",)) or "unknown",
     }
 
 

@@ -8,7 +8,6 @@ corrections and contract of this project's SPEC (§2-§3).
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -16,8 +15,10 @@ import numpy as np
 from gymnasium import spaces
 
 from tsg_envs import validation
+from tsg_envs.cache import KeyedCache
 from tsg_envs.dynamics import Arrivals, QueueMode, ScreeningDay, sample_arrivals
-from tsg_envs.game import Game, GameConfig, make_game
+from tsg_envs.game import Game, GameConfig
+from tsg_envs.instances import make_game
 from tsg_envs.lp import WindowLPSolution, solve_window_lp, window_edges
 from tsg_envs.polytope import FEASIBILITY_TOL, Polytope, PolytopeSet, alpha_project, build_polytopes
 
@@ -47,7 +48,7 @@ class _FromConfig:
 #: The default of ``n_flights``: the config's value (None means every departure of a real day).
 FROM_CONFIG = _FromConfig()
 
-_POLYTOPE_CACHE: OrderedDict = OrderedDict()
+_POLYTOPE_CACHE: KeyedCache[PolytopeSet] = KeyedCache(32)
 #: Proposal entries beyond this magnitude are far off the simplex; measuring their rows could
 #: overflow, so their violation is taken as inf (they are still finite, so never an error).
 _HUGE: float = 1e150
@@ -55,15 +56,7 @@ _HUGE: float = 1e150
 
 def _cached_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
     key = None if game.key is None else (game.key, risk_bound.tobytes())
-    if key is not None and key in _POLYTOPE_CACHE:
-        _POLYTOPE_CACHE.move_to_end(key)
-        return _POLYTOPE_CACHE[key]
-    polys = build_polytopes(game, risk_bound)
-    if key is not None:
-        _POLYTOPE_CACHE[key] = polys
-        if len(_POLYTOPE_CACHE) > 32:
-            _POLYTOPE_CACHE.popitem(last=False)
-    return polys
+    return _POLYTOPE_CACHE.get_or_make(key, lambda: build_polytopes(game, risk_bound))
 
 
 class ScreeningEnv(gym.Env):

@@ -23,7 +23,6 @@ optimal face is not, and is whatever vertex this path lands on.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import highspy
@@ -32,6 +31,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from tsg_envs import highs, validation
+from tsg_envs.cache import KeyedCache
 from tsg_envs.game import Game, arrival_window_probabilities
 
 __all__ = ["WindowLPSolution", "solve_window_lp", "window_edges", "min_risk_allocations"]
@@ -42,8 +42,7 @@ COUNT_EPS = 1e-9
 #: Solver of stage (b), the delay-aware pick (the main LP's is _MAIN_SOLVER).
 _PICK_SOLVER = "ipm"
 
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_SIZE = 64
+_CACHE: KeyedCache[WindowLPSolution] = KeyedCache(64)
 #: HiGHS solver of each window's main LP: "ipm" (interior point + crossover) solves the 300-flight
 #: day about twice as fast as "simplex"; the choice moves π within the optimal face only.
 _MAIN_SOLVER = "ipm"
@@ -292,9 +291,10 @@ def solve_window_lp(game: Game, window_minutes: float | None = 60.0) -> WindowLP
         The :class:`WindowLPSolution`.
     """
     cache_key = None if game.key is None else (game.key, window_minutes)
-    if cache_key is not None and cache_key in _CACHE:
-        _CACHE.move_to_end(cache_key)
-        return _CACHE[cache_key]
+    return _CACHE.get_or_make(cache_key, lambda: _solve_window_lp(game, window_minutes))
+
+
+def _solve_window_lp(game: Game, window_minutes: float | None) -> WindowLPSolution:
     edges = window_edges(game, window_minutes)
     probs = arrival_window_probabilities(game, edges)  # (W, K)
     counts = (probs[:, None, :] * game.risk_mix[None, :, None] * game.flight_sizes).reshape(
@@ -316,8 +316,4 @@ def solve_window_lp(game: Game, window_minutes: float | None = 60.0) -> WindowLP
         psi=psi, policy=policy, window_edges=edges, stretch=stretch,
         expected_counts=counts, utility=utility, window_minutes=window_minutes,
     )
-    if cache_key is not None:
-        _CACHE[cache_key] = sol
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
     return sol

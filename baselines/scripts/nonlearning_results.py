@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ import numpy as np
 
 from baselines import centre, myopic, slack_guided, slack_lp, static_lp
 from baselines.evaluate import evaluate, evaluation_day_seeds
+from tsg_envs.provenance import git_commit
 from tsg_envs.risk import worst_case_risk
 
 METHODS = {
@@ -84,8 +84,7 @@ def main() -> None:
     args = p.parse_args()
     days = evaluation_day_seeds(args.days)
     args.out.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = git_commit(short=7, dirty_paths=None) or ""
     episodes, summary = [], []
     for name, make in METHODS.items():
         timers: list[TimedAgent] = []
