@@ -36,9 +36,9 @@ from tianshou.utils.torch_utils import policy_within_training_step
 from torch import nn
 
 from baselines.api import RunConfig
-from baselines.evaluate import training_day_seed
 from tsg_envs import provenance
 from tsg_envs.rollout import rollout
+from tsg_envs.seeds import VALIDATION_SEED_BASE, training_day_seed
 from tsg_envs.wrappers import DEFAULT_BETA
 
 __all__ = [
@@ -63,12 +63,9 @@ __all__ = [
     "BEST_NAME",
 ]
 
-#: Validation days (the learning curve and ``keep_best``) use reset seeds EVAL_SEED_BASE + i.
-#: Training days follow the project convention ``baselines.evaluate.training_day_seed`` (run
-#: seed s, day k: s·1_000_003 + k); evaluation days are 10_000 + k (the harness) or from 2**31
-#: (the leaderboard). 5_000 + i is disjoint from both (for s = 0 below 5_000 training days, about
-#: 4.7 million steps of the default env).
-EVAL_SEED_BASE: int = 5_000
+#: Validation days (the learning curve and ``keep_best``) use reset seeds EVAL_SEED_BASE + i
+#: (:data:`tsg_envs.seeds.VALIDATION_SEED_BASE`; the ranges are listed in :mod:`tsg_envs.seeds`).
+EVAL_SEED_BASE: int = VALIDATION_SEED_BASE
 #: File name of the best-evaluated weights inside ``run.out`` (see ``keep_best``).
 BEST_NAME: str = "best.pt"
 

@@ -15,11 +15,9 @@ violations and largest violation, the references' mean waits and the delay ratio
 aggregates: waits averaged over episodes (each day weighs the same), the pooled ratios (ratio
 of the averaged waits), violations summed, the largest violation maxed.
 
-Seeds (the convention every method follows). Evaluation days use seeds
-``EVAL_SEED_BASE + k = 10_000 + k`` (k = 0, 1, ...); training days of a run with seed ``s`` use
-``training_day_seed(s, k) = s * 1_000_003 + k``. The two ranges are disjoint as long as a run
-trains on fewer than 10_000 days when s = 0 (about 9 million steps of ``tsg/Screening-v0``), and
-for any realistic budget when s >= 1; :func:`seed_ranges_overlap` checks it.
+Seeds: evaluation days are ``EVAL_SEED_BASE + k = 10_000 + k``; every named range (training,
+validation, evaluation, duel, leaderboard) is defined once, in :mod:`tsg_envs.seeds`, and
+re-exported here.
 
 The leaderboard builds on :func:`evaluate` (it passes its own ``agent_factory`` per submission);
 ``agent_factory(env)`` is called once per instance and must return an agent for that env.
@@ -43,6 +41,13 @@ import numpy as np
 
 from tsg_envs.cache import KeyedCache
 from tsg_envs.rollout import Agent, LPAgent, rollout
+from tsg_envs.seeds import (
+    EVAL_SEED_BASE,
+    TRAIN_SEED_STRIDE,
+    evaluation_day_seeds,
+    seed_ranges_overlap,
+    training_day_seed,
+)
 
 __all__ = [
     "EVAL_SEED_BASE",
@@ -60,32 +65,8 @@ __all__ = [
     "clear_reference_cache",
 ]
 
-#: First evaluation day seed: evaluation days are ``EVAL_SEED_BASE + k``.
-EVAL_SEED_BASE: int = 10_000
-#: Stride between runs' training day seeds: training day k of seed s is ``s * stride + k``.
-TRAIN_SEED_STRIDE: int = 1_000_003
-
 #: ``agent_factory(env) -> Agent``: builds (or returns) the agent for one instance's env.
 AgentFactory = Callable[[gym.Env], Agent]
-
-
-def evaluation_day_seeds(n_days: int, base: int = EVAL_SEED_BASE) -> list[int]:
-    """The evaluation day seeds ``base, base + 1, ..., base + n_days - 1``."""
-    if n_days < 1:
-        raise ValueError(f"need at least one evaluation day, got {n_days}")
-    return list(range(int(base), int(base) + int(n_days)))
-
-
-def training_day_seed(seed: int, k: int) -> int:
-    """Seed of training day ``k`` of a run with ``seed``: ``seed * 1_000_003 + k``."""
-    return int(seed) * TRAIN_SEED_STRIDE + int(k)
-
-
-def seed_ranges_overlap(seed: int, n_train_days: int, eval_seeds: Sequence[int]) -> bool:
-    """Whether training days 0..n_train_days-1 of ``seed`` share a seed with ``eval_seeds``."""
-    lo = training_day_seed(seed, 0)
-    hi = lo + max(int(n_train_days), 0)
-    return any(lo <= s < hi for s in eval_seeds)
 
 
 def delay_ratio(reference_wait: float, agent_wait: float) -> float:

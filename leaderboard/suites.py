@@ -7,8 +7,9 @@ policies every episode is compared with (the static window LP and slack-guided, 
 
 **Evaluation seeds are disjoint from training seeds.** Arrival (day) seeds of every suite start
 at :data:`EVAL_SEED_BASE` = 2**31. The baselines draw their training days with
-``baselines._torch_common.day_seed``, which is below 2**31 by construction, and log their
-learning curves on days 1,000,000 + i; a suite's days lie above both, so no evaluation day can
+``tsg_envs.seeds.training_day_seed``, which stays below 2**31 for any realistic budget, and log
+their learning curves on validation days 5,000 + i (every range is listed in
+:mod:`tsg_envs.seeds`); a suite's days lie above both, so no evaluation day can
 have been seen in training. Training of a submission must likewise use seeds below 2**31. The
 instance seeds are shared with training on purpose: a submission is evaluated on the games it
 may have been fitted to (as in the paper, one policy per instance), on days it has never seen.
@@ -24,10 +25,13 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
+
 __all__ = ["EVAL_SEED_BASE", "PROTOCOL_VERSION", "Suite", "SUITES", "get_suite"]
 
-#: First arrival seed of every evaluation suite (2**31); training must stay below it.
-EVAL_SEED_BASE: int = 2**31
+#: First arrival seed of every evaluation suite (2**31; :mod:`tsg_envs.seeds`); training must stay
+#: below it.
+EVAL_SEED_BASE: int = LEADERBOARD_SEED_BASE
 
 #: Version of the evaluation protocol (what is measured and how); part of every suite hash.
 PROTOCOL_VERSION: int = 1

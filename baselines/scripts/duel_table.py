@@ -49,11 +49,12 @@ from baselines.attackers import (
 )
 from tsg_envs.polytope import FEASIBILITY_TOL
 from tsg_envs.risk import worst_case_risk
+from tsg_envs.seeds import DUEL_SEED_BASE
 
 __all__ = ["DuelTableConfig", "FIELDS", "main", "run_table"]
 
 #: Evaluation days (reset seeds) start here, away from any training day.
-DAY_SEED_BASE = 2_000_000
+DAY_SEED_BASE = DUEL_SEED_BASE
 
 FIELDS = (
     "defender",
