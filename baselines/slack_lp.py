@@ -38,6 +38,7 @@ centre, so every stored allocation is feasible to within float rounding (far bel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -358,6 +359,12 @@ class SlackLPAgent:
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
         """π_{c,w} for the waiting passenger's category and arrival window."""
         return self.solution.action(info["time"], info["category"]).copy()
+
+    def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
+        """π_{c,w} of each row's waiting passenger, (B, T)."""
+        times = np.array([i["time"] for i in infos], dtype=np.float64)
+        cats = np.array([i["category"] for i in infos], dtype=np.int64)
+        return np.asarray(self.solution.action(times, cats), dtype=np.float64)
 
 
 def make_agent(env: gym.Env, config: SlackLPConfig | None = None) -> SlackLPAgent:

@@ -9,6 +9,7 @@ info keys of SPEC §3 and ``env.unwrapped`` (``game``, ``risk_bound``, ``polytop
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -129,6 +130,10 @@ class CentreAgent:
         """The centre of ``info["category"]``'s polytope."""
         return self._centers[info["category"]].copy()
 
+    def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
+        """The centres of each row's waiting category, (B, T)."""
+        return self._centers[np.array([i["category"] for i in infos], dtype=np.int64)]
+
 
 class LPAgent:
     """The static window LP policy (SPEC §4), with the environment's LP window length.
@@ -146,3 +151,9 @@ class LPAgent:
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
         """π_{c,w} for the waiting passenger's category and arrival window."""
         return self.solution.action(info["time"], info["category"]).copy()
+
+    def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
+        """π_{c,w} of each row's waiting passenger, (B, T)."""
+        times = np.array([i["time"] for i in infos], dtype=np.float64)
+        cats = np.array([i["category"] for i in infos], dtype=np.int64)
+        return self.solution.action(times, cats)
