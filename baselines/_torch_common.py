@@ -36,8 +36,7 @@ from tianshou.utils.torch_utils import policy_within_training_step
 from torch import nn
 
 from baselines.api import RunConfig
-from tsg_envs import provenance
-from tsg_envs.rollout import rollout
+from tsg_envs import harness, provenance
 from tsg_envs.seeds import VALIDATION_SEED_BASE, training_day_seed
 from tsg_envs.wrappers import DEFAULT_BETA
 
@@ -331,13 +330,19 @@ def day_seed(seed: int, day: int) -> int:
 
 
 def evaluate_mean_wait(env: gym.Env, agent: Any, n_days: int) -> tuple[float, float]:
-    """Mean over ``n_days`` fixed evaluation days of (mean wait, largest proposed violation)."""
-    waits, viol = [], 0.0
-    for i in range(n_days):
-        stats = rollout(env, agent, seed=EVAL_SEED_BASE + i)
-        waits.append(stats.mean_wait)
-        viol = max(viol, stats.max_violation)
-    return float(np.mean(waits)), viol
+    """Mean over ``n_days`` fixed validation days of (mean wait, largest proposed violation).
+
+    The days run through the evaluation harness (batched, ``act_batch`` where the agent has it)
+    on the unit ``env`` was made for (its id and kwargs).
+    """
+    spec = env.spec
+    if spec is None:
+        raise ValueError("evaluate_mean_wait needs an env made by gym.make (it reads env.spec)")
+    kwargs = dict(spec.kwargs)
+    unit = harness.Unit.of(spec.id, int(kwargs.pop("instance_seed", 0)), **kwargs)
+    days = [EVAL_SEED_BASE + i for i in range(n_days)]
+    recs = harness.evaluate({"agent": lambda e: agent}, [unit], days)
+    return float(np.mean([r.mean_wait for r in recs])), max(r.max_violation for r in recs)
 
 
 def git_commit() -> str:

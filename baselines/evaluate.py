@@ -31,7 +31,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -39,8 +38,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from tsg_envs import harness
 from tsg_envs.cache import KeyedCache
-from tsg_envs.rollout import Agent, LPAgent, rollout
+from tsg_envs.rollout import Agent, LPAgent
 from tsg_envs.seeds import (
     EVAL_SEED_BASE,
     TRAIN_SEED_STRIDE,
@@ -61,7 +61,6 @@ __all__ = [
     "training_day_seed",
     "seed_ranges_overlap",
     "delay_ratio",
-    "reference_summary",
     "clear_reference_cache",
 ]
 
@@ -69,11 +68,12 @@ __all__ = [
 AgentFactory = Callable[[gym.Env], Agent]
 
 
-def delay_ratio(reference_wait: float, agent_wait: float) -> float:
-    """Reference wait / agent wait (1 when both are 0, inf when only the agent's is 0)."""
-    if agent_wait > 0:
-        return float(reference_wait / agent_wait)
-    return 1.0 if reference_wait <= 0 else math.inf
+def delay_ratio(reference_wait: float | None, agent_wait: float) -> float | None:
+    """Reference wait / agent wait, or None where undefined.
+
+    The one definition is :func:`tsg_envs.harness.delay_ratio`, which also gives the reason.
+    """
+    return harness.delay_ratio(reference_wait, agent_wait)[0]
 
 
 def _slack_guided_agent(env: gym.Env) -> Agent:
@@ -94,19 +94,6 @@ _REFERENCE_CACHE: KeyedCache[dict[str, float]] = KeyedCache(4096)
 def clear_reference_cache() -> None:
     """Forget every cached reference episode."""
     _REFERENCE_CACHE.clear()
-
-
-def _freeze(value: Any) -> Any:
-    """A hashable, order-independent stand-in for env kwargs (arrays become tuples)."""
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 @dataclass(frozen=True)
@@ -204,35 +191,27 @@ class EvaluationResult:
         }
 
 
-def reference_summary(
-    name: str,
-    env: gym.Env,
-    env_id: str,
-    instance_seed: int,
-    day_seed: int,
-    env_kwargs: dict[str, Any] | None = None,
-    agents: dict[str, Agent] | None = None,
-) -> dict[str, float]:
-    """``EpisodeStats.summary()`` of reference ``name`` on one day, cached in-process.
+def _reference_waits(
+    names: Sequence[str], units: Sequence[harness.Unit], days: Sequence[int], progress: bool
+) -> dict[tuple[str, harness.Unit, int], float]:
+    """Mean wait of each reference on each (unit, day).
 
-    Args:
-        name: A key of :data:`REFERENCES`.
-        env: The instance's env (made with ``env_id``, ``instance_seed`` and ``env_kwargs``).
-        env_id: Its id (part of the cache key).
-        instance_seed: Its instance (part of the cache key).
-        day_seed: The day.
-        env_kwargs: Its extra kwargs (part of the cache key).
-        agents: Reference agents already built for this env, by name (filled in as needed).
+    Cached in-process; what is missing is rolled out through the harness (and cached).
     """
-    key = (name, env_id, int(instance_seed), int(day_seed), _freeze(dict(env_kwargs or {})))
-    agents = {} if agents is None else agents
-
-    def run() -> dict[str, float]:
-        if name not in agents:
-            agents[name] = REFERENCES[name](env)
-        return rollout(env, agents[name], seed=int(day_seed)).summary()
-
-    return _REFERENCE_CACHE.get_or_make(key, run)
+    out: dict[tuple[str, harness.Unit, int], float] = {}
+    for name in names:
+        for unit in units:
+            missing = [d for d in days if (name, unit, d) not in _REFERENCE_CACHE]
+            if missing:
+                recs = harness.evaluate({name: REFERENCES[name]}, [unit], missing,
+                                        progress=progress)
+                for rec in recs:
+                    _REFERENCE_CACHE.get_or_make((name, unit, rec.day_seed),
+                                                 lambda r=rec: r.summary())
+            for d in days:
+                summary = _REFERENCE_CACHE.get_or_make((name, unit, d), dict)
+                out[(name, unit, d)] = summary["mean_wait"]
+    return out
 
 
 def evaluate(
@@ -265,50 +244,28 @@ def evaluate(
     unknown = [n for n in references if n not in REFERENCES]
     if unknown:
         raise ValueError(f"unknown reference(s) {unknown}; known: {list(REFERENCES)}")
-    instance_seeds = [int(i) for i in instance_seeds]
-    day_seeds = [int(d) for d in day_seeds]
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(instance_seeds) * len(day_seeds), desc=f"evaluate {env_id}",
-                   unit="day")
+    units = [harness.Unit.of(env_id, int(i), **env_kwargs) for i in instance_seeds]
+    days = [int(d) for d in day_seeds]
+    agent_recs = harness.evaluate({"agent": agent_factory}, units, days, progress=progress)
+    refs = _reference_waits(references, units, days, progress)
     records: list[EpisodeRecord] = []
-    for instance_seed in instance_seeds:
-        env = gym.make(env_id, **{**env_kwargs, "instance_seed": instance_seed})
-        agent = agent_factory(env)
-        ref_agents: dict[str, Agent] = {}
-        for day_seed in day_seeds:
-            stats = rollout(env, agent, seed=day_seed)
-            refs = {
-                name: reference_summary(
-                    name, env, env_id, instance_seed, day_seed, env_kwargs, ref_agents
-                )["mean_wait"]
-                for name in references
-            }
-            records.append(
-                EpisodeRecord(
-                    env_id=env_id,
-                    instance_seed=instance_seed,
-                    day_seed=day_seed,
-                    n_passengers=int(stats.waits.shape[0]),
-                    mean_wait=stats.mean_wait,
-                    p95_wait=stats.p95_wait,
-                    max_wait=stats.max_wait,
-                    proposed_violations=stats.proposed_violations,
-                    executed_violations=stats.executed_violations,
-                    max_violation=stats.max_violation,
-                    reference_mean_wait=refs,
-                    ratio_lp=delay_ratio(refs["lp"], stats.mean_wait) if "lp" in refs else None,
-                    ratio_slack_guided=(
-                        delay_ratio(refs["slack-guided"], stats.mean_wait)
-                        if "slack-guided" in refs else None
-                    ),
-                )
+    for rec, unit in zip(agent_recs, [u for u in units for _ in days], strict=True):
+        waits = {name: refs[(name, unit, rec.day_seed)] for name in references}
+        records.append(
+            EpisodeRecord(
+                env_id=env_id,
+                instance_seed=rec.instance_seed,
+                day_seed=rec.day_seed,
+                n_passengers=rec.n_passengers,
+                mean_wait=rec.mean_wait,
+                p95_wait=rec.p95_wait,
+                max_wait=rec.max_wait,
+                proposed_violations=rec.proposed_violations,
+                executed_violations=rec.executed_violations,
+                max_violation=rec.max_violation,
+                reference_mean_wait=waits,
+                ratio_lp=delay_ratio(waits.get("lp"), rec.mean_wait),
+                ratio_slack_guided=delay_ratio(waits.get("slack-guided"), rec.mean_wait),
             )
-            if bar is not None:
-                bar.update(1)
-        env.close()
-    if bar is not None:
-        bar.close()
+        )
     return EvaluationResult(env_id=env_id, env_kwargs=env_kwargs, records=records)

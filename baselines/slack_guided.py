@@ -47,6 +47,7 @@ from scratch costs 1.5 ms), most of it inside HiGHS's ``run``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,6 +281,14 @@ class SlackGuidedAgent:
         """The per-passenger LP's allocation for the waiting passenger."""
         waits = np.asarray(obs[self._waits], dtype=float)
         return self.lp.solve(int(info["category"]), waits, float(info["time"]))
+
+    def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
+        """One LP per row, in a loop (documented: no exact batched solver).
+
+        Each passenger's LP has its own polytope and waits; a batched interior-point method
+        would not reproduce the canonical-basis simplex solution bit for bit.
+        """
+        return np.stack([self.act(o, i) for o, i in zip(obs, infos, strict=True)])
 
 
 def make_agent(env: gym.Env, config: SlackGuidedConfig | None = None) -> SlackGuidedAgent:

@@ -4,8 +4,9 @@ For every unit (environment id, instance seed) of the suite:
 
 1. ``make_agent(env)`` is called once with the unit's environment (``invalid_action="project"``:
    an infeasible proposal is measured, then α-projected and executed; it never crashes the day).
-2. For every arrival seed, one day is rolled out with the agent (:func:`tsg_envs.rollout.rollout`)
-   and, on the same instance and day, with the two references: the static window LP
+2. For every arrival seed, one day is rolled out with the agent (through the evaluation harness,
+   :func:`tsg_envs.harness.evaluate`) and, on the same instance and day, with the two references:
+   the static window LP
    (:class:`tsg_envs.rollout.LPAgent`) and slack-guided (``baselines`` method
    ``"slack-guided"``; when it cannot be loaded, its ratio is null and the row says why).
 3. The worst-case risk (:func:`tsg_envs.risk.worst_case_risk`) probes the agent with every
@@ -43,9 +44,11 @@ from leaderboard.submission import (
     load_submission,
 )
 from leaderboard.suites import Suite
+from tsg_envs.harness import Unit, delay_ratio
+from tsg_envs.harness import evaluate as harness_evaluate
 from tsg_envs.provenance import provenance
 from tsg_envs.risk import worst_case_risk
-from tsg_envs.rollout import Agent, LPAgent, rollout
+from tsg_envs.rollout import Agent, LPAgent
 
 __all__ = [
     "REFERENCE_LP",
@@ -84,19 +87,18 @@ def _episode_record(
     }
 
 
-def _slack_guided_agent(env: gym.Env) -> tuple[Agent | None, str]:
-    """The slack-guided reference for ``env`` and ``"ok"``, or None and the reason it is missing."""
+def _slack_guided_factory() -> tuple[Callable[[gym.Env], Agent] | None, str]:
+    """The slack-guided reference's factory and ``"ok"``, or None and why it is missing."""
     try:
         from baselines.evaluate import REFERENCES
 
-        return REFERENCES["slack-guided"](env), "ok"
+        return REFERENCES["slack-guided"], "ok"
     except Exception as err:  # noqa: BLE001 - a missing optional reference is reported
         return None, describe_exception("slack-guided unavailable", err)
 
 
 def run_episodes(
     agent: Agent,
-    env: gym.Env,
     env_id: str,
     instance_seed: int,
     seeds: list[int],
@@ -105,58 +107,34 @@ def run_episodes(
 ) -> tuple[list[dict[str, Any]], str]:
     """Roll ``agent`` out on each day of ``seeds`` beside the LP and slack-guided references.
 
-    A thin call to ``baselines.evaluate.evaluate`` (the agent is played on its environment of
-    the same instance; reference episodes are cached in-process); when ``baselines`` cannot be
-    imported, a local loop over :func:`tsg_envs.rollout.rollout` with the LP reference alone.
+    One call of the evaluation harness (:func:`tsg_envs.harness.evaluate`) with the agent and
+    the references' factories, on the same instance and days. Slack-guided lives in
+    ``baselines``; when that cannot be imported its ratio is null and the reason is returned.
 
     Returns:
         (episode records, ``"ok"`` or the reason slack-guided is missing).
     """
-    try:
-        from baselines.evaluate import evaluate
-    except Exception as err:  # noqa: BLE001 - fall back to the LP reference alone
-        reason = describe_exception("baselines.evaluate unavailable", err)
-        lp = LPAgent(env)
-        ref_env = make_unit_env(env_id, instance_seed, env_kwargs)
-        out = []
-        for seed in seeds:
-            stats = rollout(env, agent, seed=seed).summary()
-            lp_wait = rollout(ref_env, lp, seed=seed).mean_wait
-            out.append(_episode_record(seed, stats, lp_wait, None))
-            tick(1)
-        return out, reason
-    from baselines.evaluate import reference_summary
-
-    sg, sg_status = _slack_guided_agent(env)
-    refs = ("lp", "slack-guided") if sg is not None else ("lp",)
-    built: dict[str, Agent] = {"lp": LPAgent(env)} | ({} if sg is None else {"slack-guided": sg})
-    for seed in seeds:  # fill the harness's reference cache with the agents built here
-        for name in refs:
-            reference_summary(name, env, env_id, instance_seed, seed, env_kwargs, built)
-    res = evaluate(lambda e: agent, env_id, [instance_seed], seeds, env_kwargs, refs)
+    sg, sg_status = _slack_guided_factory()
+    factories: dict[str, Callable[[gym.Env], Agent]] = {"agent": lambda e: agent, "lp": LPAgent}
+    if sg is not None:
+        factories["slack-guided"] = sg
+    unit = Unit.of(env_id, int(instance_seed), **env_kwargs)
+    records = harness_evaluate(factories, [unit], seeds)
+    by = {(r.agent, r.day_seed): r for r in records}
     out = []
-    for seed, rec in zip(seeds, res.records, strict=True):
-        stats = {
-            "mean_wait": rec.mean_wait,
-            "p95_wait": rec.p95_wait,
-            "max_wait": rec.max_wait,
-            "proposed_violations": rec.proposed_violations,
-            "executed_violations": rec.executed_violations,
-            "max_violation": rec.max_violation,
-        }
-        sg_wait = rec.reference_mean_wait.get("slack-guided")
-        out.append(_episode_record(seed, stats, rec.reference_mean_wait["lp"], sg_wait))
+    for seed in seeds:
+        rec = by[("agent", seed)]
+        lp_wait = by[("lp", seed)].mean_wait
+        sg_rec = by.get(("slack-guided", seed))
+        out.append(_episode_record(seed, rec.summary(), lp_wait,
+                                   None if sg_rec is None else sg_rec.mean_wait))
     tick(len(seeds))
     return out, sg_status
 
 
 def _ratio(reference: float | None, agent: float) -> float | None:
-    """Reference / agent delay; 1 when both are zero; None when undefined."""
-    if reference is None:
-        return None
-    if agent > 0:
-        return float(reference / agent)
-    return 1.0 if reference == 0 else None
+    """Reference / agent delay (:func:`tsg_envs.harness.delay_ratio`; None when undefined)."""
+    return delay_ratio(reference, agent)[0]
 
 
 def _risk_block(report: Any, env: gym.Env, seed: int, max_states: int | None) -> dict[str, Any]:
@@ -248,7 +226,7 @@ def evaluate_unit(
     t0 = time.perf_counter()
     agent.episode_names = [f" ({where}, arrival seed {seed})" for seed in seeds]
     try:
-        episodes, sg_status = run_episodes(agent, env, env_id, instance_seed, seeds, kwargs, tick)
+        episodes, sg_status = run_episodes(agent, env_id, instance_seed, seeds, kwargs, tick)
     except SubmissionError as err:
         return fail(str(err), agent.episodes_started - 1)
     except (Exception, SystemExit) as err:

@@ -53,7 +53,9 @@ import numpy as np
 import tsg_envs  # noqa: F401  (registers the ids)
 from leaderboard.aggregate import iqm_interval
 from leaderboard.suites import EVAL_SEED_BASE
-from tsg_envs.rollout import Agent, LPAgent, rollout
+from tsg_envs.harness import Unit, delay_ratio
+from tsg_envs.harness import evaluate as harness_evaluate
+from tsg_envs.rollout import Agent, LPAgent
 
 __all__ = ["PAPER", "PaperConfig", "run_paper", "build_agent", "AGENT_LABELS"]
 
@@ -210,11 +212,17 @@ def _run_setting(
                 col.missing.setdefault(name, str(err))
         setup += time.perf_counter() - t0
         t0 = time.perf_counter()
-        for d in range(cfg.days):
-            seed = EVAL_SEED_BASE + d
-            waits = {name: rollout(env, a, seed=seed).mean_wait for name, a in agents.items()}
+        seeds = [EVAL_SEED_BASE + d for d in range(cfg.days)]
+        unit = Unit.of(_BASE_ID, inst, **kwargs)
+        factories = {name: (lambda e, a=a: a) for name, a in agents.items()}
+        waits = {(r.agent, r.day_seed): r.mean_wait
+                 for r in harness_evaluate(factories, [unit], seeds)}
+        for seed in seeds:
             n_episodes += 1
-            for name, w in waits.items():
+            lp_wait = waits[("lp", seed)]
+            for name in agents:
+                w = waits[(name, seed)]
+                ratio = delay_ratio(lp_wait, w)[0]
                 col.rows.append(
                     {
                         "x": setting.x,
@@ -223,8 +231,8 @@ def _run_setting(
                         "instance_seed": inst,
                         "arrival_seed": seed,
                         "mean_wait": w,
-                        "lp_mean_wait": waits["lp"],
-                        "ratio_vs_lp": waits["lp"] / w if w > 0 else math.nan,
+                        "lp_mean_wait": lp_wait,
+                        "ratio_vs_lp": math.nan if ratio is None else ratio,
                     }
                 )
             tick(1)

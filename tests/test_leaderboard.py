@@ -138,10 +138,13 @@ def test_end_to_end_metrics_match_direct_rollouts(centre_doc: dict) -> None:
     (unit,) = doc["units"]
     env = gym.make("tsg/Screening-Window-5F-v0", instance_seed=0)
     for ep, seed in zip(unit["episodes"], TINY.arrival_seeds, strict=True):
-        # peer check: the same days rolled out directly
+        # peer check: the same days rolled out directly (the harness batches days through the
+        # vector env, equal to rounding)
         assert ep["arrival_seed"] == seed
-        assert ep["mean_wait"] == rollout(env, CentreAgent(env), seed=seed).mean_wait
-        assert ep["lp_mean_wait"] == rollout(env, LPAgent(env), seed=seed).mean_wait
+        direct = rollout(env, CentreAgent(env), seed=seed).mean_wait
+        assert ep["mean_wait"] == pytest.approx(direct, rel=1e-12)
+        lp_direct = rollout(env, LPAgent(env), seed=seed).mean_wait
+        assert ep["lp_mean_wait"] == pytest.approx(lp_direct, rel=1e-12)
         assert ep["ratio_vs_lp"] == ep["lp_mean_wait"] / ep["mean_wait"]
         assert ep["ratio_vs_slack_guided"] == ep["slack_guided_mean_wait"] / ep["mean_wait"]
         assert ep["proposed_violations"] == 0 and ep["executed_violations"] == 0

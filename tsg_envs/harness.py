@@ -57,13 +57,22 @@ class Unit:
 
     @classmethod
     def of(cls, env_id: str, instance_seed: int, **env_kwargs: Any) -> Unit:
-        """A unit from keyword arguments."""
-        return cls(env_id, int(instance_seed), tuple(sorted(env_kwargs.items())))
+        """A unit from keyword arguments (arrays and lists become tuples, so it hashes)."""
+        items = tuple(sorted((k, _hashable(v)) for k, v in env_kwargs.items()))
+        return cls(env_id, int(instance_seed), items)
 
     @property
     def kwargs(self) -> dict[str, Any]:
         """``gym.make`` kwargs of the unit, instance seed included."""
         return {**dict(self.env_kwargs), "instance_seed": int(self.instance_seed)}
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    return value
 
 
 @dataclass(frozen=True)
