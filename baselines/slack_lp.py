@@ -57,6 +57,7 @@ from baselines.nonlearning import (
 )
 from tsg_envs import highs
 from tsg_envs.game import Game
+from tsg_envs.harness import column
 from tsg_envs.lp import solve_window_lp
 from tsg_envs.polytope import PolytopeSet, alpha_project
 
@@ -362,8 +363,8 @@ class SlackLPAgent:
 
     def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
         """π_{c,w} of each row's waiting passenger, (B, T)."""
-        times = np.array([i["time"] for i in infos], dtype=np.float64)
-        cats = np.array([i["category"] for i in infos], dtype=np.int64)
+        times = column(infos, "time").astype(np.float64)
+        cats = column(infos, "category").astype(np.int64)
         return np.asarray(self.solution.action(times, cats), dtype=np.float64)
 
 

@@ -46,6 +46,9 @@ __all__ = [
     "ConstructionCost",
     "construction_costs",
     "format_bounds",
+    "HarnessSpeed",
+    "harness_speeds",
+    "format_harness",
     "VectorSpeed",
     "vector_speeds",
     "format_vector",
@@ -482,6 +485,74 @@ def format_vector(rows: list[VectorSpeed]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class HarnessSpeed:
+    """One agent's days through the harness against the per-day loop it replaces.
+
+    Attributes:
+        agent: The agent's name.
+        days: Days rolled out (each way).
+        loop_s_per_day: ``rollout(env, agent, seed)`` day by day, CPU s per day.
+        harness_s_per_day: :func:`tsg_envs.harness.evaluate` (all days in one batch), CPU s per
+            day.
+        speedup: loop / harness.
+    """
+
+    agent: str
+    days: int
+    loop_s_per_day: float
+    harness_s_per_day: float
+    speedup: float
+
+
+def harness_speeds(
+    env_id: str = "tsg/Screening-v0", days: int = 100, agents: tuple[str, ...] | None = None
+) -> list[HarnessSpeed]:
+    """The harness against the per-day loop for the LP, centre and slack-guided agents.
+
+    Slack-guided comes from the ``baselines`` package (skipped when it cannot be imported).
+    """
+    from tsg_envs.harness import Unit, evaluate
+    from tsg_envs.rollout import CentreAgent, LPAgent, rollout
+    from tsg_envs.seeds import evaluation_day_seeds
+
+    factories: dict[str, Callable[[gym.Env], object]] = {"lp": LPAgent, "centre": CentreAgent}
+    try:
+        from baselines.slack_guided import make_agent as slack_guided
+
+        factories["slack-guided"] = slack_guided
+    except ImportError:  # pragma: no cover - baselines not installed
+        pass
+    if agents is not None:
+        factories = {k: v for k, v in factories.items() if k in agents}
+    seeds = evaluation_day_seeds(days)
+    env = gym.make(env_id)
+    rows = []
+    for name, factory in factories.items():
+        agent = factory(env)
+        t0 = time.process_time()
+        for seed in seeds:
+            rollout(env, agent, seed=seed)
+        loop = (time.process_time() - t0) / days
+        t0 = time.process_time()
+        evaluate({name: lambda e, a=agent: a}, [Unit(env_id, 0)], seeds, batch=days)
+        batched = (time.process_time() - t0) / days
+        rows.append(HarnessSpeed(name, days, loop, batched, loop / batched))
+    return rows
+
+
+def format_harness(rows: list[HarnessSpeed], protocol_hours: float | None = None) -> str:
+    """Markdown table of :func:`harness_speeds` (and the scaled protocol estimate)."""
+    lines = [
+        "| agent | days | per-day loop, CPU s / day | harness, CPU s / day | speed-up |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r.agent} | {r.days} | {r.loop_s_per_day:.4f} "
+                     f"| {r.harness_s_per_day:.4f} | **{r.speedup:.1f}x** |")
+    return "\n".join(lines)
+
+
 def replace_block(path: Path, name: str, text: str) -> None:
     """Replace the text between ``<!-- name:begin -->`` and ``<!-- name:end -->`` in a file."""
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
@@ -513,6 +584,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="native vector env vs SyncVectorEnv at N in 1, 16, 256, 1024 (with "
                         "0%% and 10%% infeasible proposals), written to JSON and the README's "
                         "vector block; nothing else is run")
+    parser.add_argument("--harness", metavar="JSON", default=None,
+                        help="the evaluation harness vs the per-day loop (LP, centre, "
+                        "slack-guided; 100 days, --quick: 5), written to JSON and the README's "
+                        "harness block; nothing else is run")
     parser.add_argument("--readme", default=None,
                         help="README whose block --bounds or --vector updates")
     parser.add_argument("--construct", choices=sorted(BOUND_CORNERS), help=argparse.SUPPRESS)
@@ -521,6 +596,23 @@ def main(argv: list[str] | None = None) -> int:
         import json
 
         print(json.dumps(_construct_corner(args.construct)))
+        return 0
+    if args.harness:
+        import json
+
+        hrows = harness_speeds(args.env, days=5 if args.quick else 100)
+        info = machine_info()
+        command = "python -m tsg_envs.bench --harness " + args.harness
+        payload = {"machine": info, "command": command, "env_id": args.env,
+                   "rows": [dataclasses.asdict(r) for r in hrows]}
+        Path(args.harness).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        table = format_harness(hrows)
+        print(table)
+        if args.readme:
+            machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
+            replace_block(Path(args.readme), "harness",
+                          f"{table}\n\n(`{args.env}`; {machine}; `{command} --readme "
+                          f"{args.readme}` from `{args.harness}`)")
         return 0
     if args.vector:
         import json

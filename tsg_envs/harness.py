@@ -31,7 +31,16 @@ import numpy as np
 
 from tsg_envs.polytope import FEASIBILITY_TOL
 
-__all__ = ["AgentFactory", "Unit", "EpisodeRecord", "delay_ratio", "evaluate", "roll_days"]
+__all__ = [
+    "AgentFactory",
+    "Unit",
+    "EpisodeRecord",
+    "RowInfos",
+    "column",
+    "delay_ratio",
+    "evaluate",
+    "roll_days",
+]
 
 #: ``factory(env) -> agent``; ``env`` is the unit's single :class:`~tsg_envs.ScreeningEnv`.
 AgentFactory = Callable[[gym.Env], Any]
@@ -135,15 +144,39 @@ def delay_ratio(reference_wait: float | None, agent_wait: float) -> tuple[float 
     return None, "the agent's mean wait is 0, the reference's is not"
 
 
-def _row_infos(info: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    keys = [k for k in _STEP_KEYS if k in info]
-    rows: list[dict[str, Any]] = [{} for _ in range(n)]
-    for key in keys:
-        values = info[key]
-        items = values.tolist() if values.ndim == 1 else list(values)
-        for row, value in zip(rows, items, strict=True):
-            row[key] = value
-    return rows
+class RowInfos(Sequence):
+    """The vector env's info (a dict of arrays) as a sequence of single-env info dicts.
+
+    A row's dict is built when it is first read; batched agents can read a whole key at once
+    with :meth:`column` (``infos.column("category")``) and skip the dicts altogether.
+    """
+
+    def __init__(self, info: dict[str, Any], n: int) -> None:
+        self._info = info
+        self._keys = [k for k in _STEP_KEYS if k in info]
+        self._rows: list[dict[str, Any] | None] = [None] * n
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:  # type: ignore[override]
+        row = self._rows[i]
+        if row is None:
+            row = {k: self._info[k][i].item() if self._info[k].ndim == 1 else self._info[k][i]
+                   for k in self._keys}
+            self._rows[i] = row
+        return row
+
+    def column(self, key: str) -> np.ndarray:
+        """The values of ``key`` for every row, (B, ...)."""
+        return self._info[key]
+
+
+def column(infos: Sequence[dict[str, Any]], key: str) -> np.ndarray:
+    """``key`` of every info in ``infos`` as an array (fast for :class:`RowInfos`)."""
+    if isinstance(infos, RowInfos):
+        return infos.column(key)
+    return np.array([i[key] for i in infos])
 
 
 def roll_days(env: Any, agent: Any, day_seeds: Sequence[int]) -> list[dict[str, float]]:
@@ -174,7 +207,7 @@ def roll_days(env: Any, agent: Any, day_seeds: Sequence[int]) -> list[dict[str, 
     max_viol = np.zeros(n)
     for k in range(steps):
         cats = info["category"]
-        infos = _row_infos(info, n)
+        infos = RowInfos(info, n)
         if callable(batch):
             actions = np.asarray(batch(obs, infos), dtype=np.float64)
         else:

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
+from tsg_envs.harness import column
 from tsg_envs.polytope import FEASIBILITY_TOL, violation
 
 __all__ = ["Agent", "EpisodeStats", "rollout", "CentreAgent", "LPAgent"]
@@ -132,7 +133,7 @@ class CentreAgent:
 
     def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
         """The centres of each row's waiting category, (B, T)."""
-        return self._centers[np.array([i["category"] for i in infos], dtype=np.int64)]
+        return self._centers[column(infos, "category").astype(np.int64)]
 
 
 class LPAgent:
@@ -154,6 +155,6 @@ class LPAgent:
 
     def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
         """π_{c,w} of each row's waiting passenger, (B, T)."""
-        times = np.array([i["time"] for i in infos], dtype=np.float64)
-        cats = np.array([i["category"] for i in infos], dtype=np.int64)
+        times = column(infos, "time").astype(np.float64)
+        cats = column(infos, "category").astype(np.int64)
         return self.solution.action(times, cats)
