@@ -448,3 +448,16 @@ def test_bench_bound_corner_in_a_fresh_process(tmp_path) -> None:
     text = readme.read_text()
     assert "old" not in text and "| 100,000 | 500 x 10 |" in text
     assert text.startswith("a\n<!-- bounds:begin -->\n| corner") and text.endswith("end -->\nb\n")
+
+
+def test_bench_vector_and_harness_rows_are_well_formed() -> None:
+    from tsg_envs import bench
+
+    rows = bench.vector_speeds("tsg/Screening-Window-5F-v0", sizes=(1, 2), infeasible=(0.0,),
+                               sub_steps=50, pairs=1)
+    assert [r.n for r in rows] == [1, 2]
+    assert all(r.native_sps > 0 and r.sync_sps > 0 and r.ratio > 0 for r in rows)
+    assert "| 2 | 0% |" in bench.format_vector(rows)
+    (h,) = bench.harness_speeds("tsg/Screening-Window-5F-v0", days=2, agents=("lp",))
+    assert h.agent == "lp" and h.days == 2 and h.speedup == pytest.approx(
+        h.loop_s_per_day / h.harness_s_per_day)

@@ -564,6 +564,28 @@ def replace_block(path: Path, name: str, text: str) -> None:
     path.write_text(f"{head}{begin}\n{text}\n{end}{tail}", encoding="utf-8")
 
 
+def _publish(
+    name: str, json_path: str, readme: str | None, rows: list, table: str, env_id: str | None
+) -> None:
+    """Write a measurement's rows, machine and command to JSON; print and place its table.
+
+    The table goes into the README's ``name`` block with the command that regenerates it.
+    """
+    import json
+
+    info = machine_info()
+    command = f"python -m tsg_envs.bench --{name} {json_path}"
+    payload = {"machine": info, "command": command, "env_id": env_id,
+               "rows": [dataclasses.asdict(r) for r in rows]}
+    Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(table)
+    if readme:
+        where = f"`{env_id}`; " if env_id else ""
+        machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
+        replace_block(Path(readme), name, f"{table}\n\n({where}{machine}; `{command} --readme "
+                      f"{readme}` from `{json_path}`)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m tsg_envs.bench``."""
     parser = argparse.ArgumentParser(prog="python -m tsg_envs.bench", description=__doc__,
@@ -598,55 +620,17 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_construct_corner(args.construct)))
         return 0
     if args.harness:
-        import json
-
         hrows = harness_speeds(args.env, days=5 if args.quick else 100)
-        info = machine_info()
-        command = "python -m tsg_envs.bench --harness " + args.harness
-        payload = {"machine": info, "command": command, "env_id": args.env,
-                   "rows": [dataclasses.asdict(r) for r in hrows]}
-        Path(args.harness).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        table = format_harness(hrows)
-        print(table)
-        if args.readme:
-            machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
-            replace_block(Path(args.readme), "harness",
-                          f"{table}\n\n(`{args.env}`; {machine}; `{command} --readme "
-                          f"{args.readme}` from `{args.harness}`)")
+        _publish("harness", args.harness, args.readme, hrows, format_harness(hrows), args.env)
         return 0
     if args.vector:
-        import json
-
         sizes = (1, 16) if args.quick else (1, 16, 256, 1024)
         vrows = vector_speeds(args.env, sizes=sizes, sub_steps=2000 if args.quick else 20_000)
-        info = machine_info()
-        command = "python -m tsg_envs.bench --vector " + args.vector
-        payload = {"machine": info, "command": command, "env_id": args.env,
-                   "rows": [dataclasses.asdict(r) for r in vrows]}
-        Path(args.vector).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        table = format_vector(vrows)
-        print(table)
-        if args.readme:
-            machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
-            replace_block(Path(args.readme), "vector",
-                          f"{table}\n\n(`{args.env}`; {machine}; `{command} --readme "
-                          f"{args.readme}` from `{args.vector}`)")
+        _publish("vector", args.vector, args.readme, vrows, format_vector(vrows), args.env)
         return 0
     if args.bounds:
-        import json
-
         rows = construction_costs()
-        info = machine_info()
-        payload = {"machine": info, "command": "python -m tsg_envs.bench --bounds " + args.bounds,
-                   "rows": [dataclasses.asdict(r) for r in rows]}
-        Path(args.bounds).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        table = format_bounds(rows)
-        print(table)
-        if args.readme:
-            machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
-            replace_block(Path(args.readme), "bounds",
-                          f"{table}\n\n({machine}; `{payload['command']} --readme "
-                          f"{args.readme}` from `{args.bounds}`)")
+        _publish("bounds", args.bounds, args.readme, rows, format_bounds(rows), None)
         return 0
     config = QUICK if args.quick else BenchConfig()
     changes: dict[str, object] = {"env_id": args.env}
