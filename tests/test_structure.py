@@ -85,3 +85,21 @@ def test_the_cache_keeps_the_most_recent_values() -> None:
         cache.get_or_make(key, lambda k=key: calls.append(k) or k)
     assert calls == ["a", "b", "c", "b", None, None] and len(cache) == 2
     assert "b" in cache and "c" in cache and "a" not in cache
+
+
+def test_documents_link_only_inside_the_repository() -> None:
+    """A clone holds nothing beside the repository: no Markdown link may leave it."""
+    import re
+
+    docs = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "LEADERBOARD.md",
+            *sorted((ROOT / "docs").glob("*.md"))]
+    bad = []
+    for doc in docs:
+        for target in re.findall(r"\]\(([^)#\s]+)", doc.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            if not (doc.parent / target).resolve().is_relative_to(ROOT):
+                bad.append(f"{doc.name}: {target}")
+            elif not (doc.parent / target).exists():
+                bad.append(f"{doc.name}: {target} (missing)")
+    assert bad == [], bad
