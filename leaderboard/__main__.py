@@ -9,6 +9,9 @@ Subcommands:
 * ``render [--results DIR] [--markdown FILE] [--html FILE]`` writes ``LEADERBOARD.md`` and the
   static page from the committed results.
 * ``paper [--quick] [--out DIR]`` regenerates the paper's four experiments (PNG + CSV).
+* ``readme [--check] [--main-job]`` regenerates every number block of ``README.md`` and
+  ``LEADERBOARD.md`` from the committed results files (``--check``: exit 1 if they differ;
+  ``--main-job``: first rerun the README's main job into ``results/main_job.txt``).
 * ``suites`` lists the suites; ``schema`` prints the result JSON Schema.
 """
 
@@ -154,6 +157,21 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_readme(args: argparse.Namespace) -> int:
+    from leaderboard import readme
+
+    if args.check:
+        stale = readme.check()
+        for name in stale:
+            print(f"{name} differs from its sources: run python -m leaderboard readme")
+        return 1 if stale else 0
+    if args.main_job:
+        print(readme.run_main_job(), end="")
+    for name in readme.update():
+        print(f"rewrote {name}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(
@@ -210,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--days", type=int, default=None, help="override: days per instance")
     pp.add_argument("--no-progress", action="store_true", help="no progress bar")
     pp.set_defaults(func=_cmd_paper)
+
+    rm = sub.add_parser("readme", help="regenerate README.md's number blocks and LEADERBOARD.md")
+    rm.add_argument("--check", action="store_true",
+                    help="change nothing; exit 1 if a file differs from its sources")
+    rm.add_argument("--main-job", action="store_true",
+                    help="rerun the README's main job into results/main_job.txt first")
+    rm.set_defaults(func=_cmd_readme)
 
     sub.add_parser("suites", help="list the suites").set_defaults(func=_cmd_suites)
     sub.add_parser("schema", help="print the result JSON Schema").set_defaults(func=_cmd_schema)

@@ -114,7 +114,9 @@ def _training(doc: dict[str, Any]) -> str:
         return "checkpoint"
     if sub.get("learned"):
         steps = sub.get("train_steps") or doc["suite"]["definition"].get("train_steps")
-        return f"{steps:,} steps / instance"
+        # Environment steps (today's learned baselines: 2,000 warm-up steps, then 0.5
+        # gradient steps per environment step), not the paper's mini-batches.
+        return f"{steps:,} env steps / instance"
     return "file" if sub["kind"] == "file" else "none (solved)"
 
 
@@ -167,6 +169,49 @@ everything else that completed (infeasible proposals were α-projected by the en
 """
 
 
+def suite_tables(rows_or_docs: list[dict[str, Any]]) -> str:
+    """The hard-track, open-track and failed tables of one suite's rows (or result docs)."""
+    rows = [r if "track" in r and "agent" in r else result_row(r) for r in rows_or_docs]
+    rows.sort(key=_rank_key)
+    headers = [h for _, h, _ in COLUMNS if h != "track"]
+    lines: list[str] = []
+    for track, title in (("hard", "Hard track"), ("open", "Open track")):
+        sel = [r for r in rows if r["track"] == track]
+        if not sel:
+            continue
+        lines += [f"### {title}", "", "| # | " + " | ".join(headers) + " |"]
+        lines.append("|" + "---|" * (len(headers) + 1))
+        for k, r in enumerate(sel, 1):
+            cells = [
+                str(k),
+                f"`{_md_escape(r['agent'])}`",
+                _with_ci(r["ratio_lp"], r["ratio_lp_low"], r["ratio_lp_high"]),
+                _with_ci(r["ratio_sg"], r["ratio_sg_low"], r["ratio_sg_high"]),
+                _with_ci(r["mean_wait"], r["mean_wait_low"], r["mean_wait_high"]),
+                _num(r["p95_wait"], 1),
+                _num(r["max_wait"], 1),
+                _num(r["violations"]),
+                _num(r["risk_over_bound"], 4),
+                _num(r["episodes"]),
+                r["training"],
+                f"`{r['commit']}`",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        notes = [(r["agent"], n) for r in sel for n in r["notes"]]
+        if notes:
+            lines.append("")
+            lines += [f"- `{_md_escape(a)}`: {_md_escape(n)}" for a, n in notes]
+        lines.append("")
+    failed = [r for r in rows if r["track"] == "failed"]
+    if failed:
+        lines += ["### Failed submissions", "", "| agent | reason |", "|---|---|"]
+        lines += [
+            f"| `{_md_escape(r['agent'])}` | {_md_escape(r['error'] or '')} |" for r in failed
+        ]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboard") -> str:
     """``LEADERBOARD.md`` for the given results."""
     from leaderboard.suites import SUITES
@@ -179,7 +224,6 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
         "",
         _MD_INTRO,
     ]
-    headers = [h for _, h, _ in COLUMNS if h != "track"]
     for suite, rows in _suites(docs).items():
         hashes = sorted({r["suite_hash"] for r in rows})
         desc = SUITES[suite].description if suite in SUITES else ""
@@ -193,40 +237,7 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
                 f"(current hash `{current}`).",
                 "",
             ]
-        for track, title in (("hard", "Hard track"), ("open", "Open track")):
-            sel = [r for r in rows if r["track"] == track]
-            if not sel:
-                continue
-            lines += [f"### {title}", "", "| # | " + " | ".join(headers) + " |"]
-            lines.append("|" + "---|" * (len(headers) + 1))
-            for k, r in enumerate(sel, 1):
-                cells = [
-                    str(k),
-                    f"`{_md_escape(r['agent'])}`",
-                    _with_ci(r["ratio_lp"], r["ratio_lp_low"], r["ratio_lp_high"]),
-                    _with_ci(r["ratio_sg"], r["ratio_sg_low"], r["ratio_sg_high"]),
-                    _with_ci(r["mean_wait"], r["mean_wait_low"], r["mean_wait_high"]),
-                    _num(r["p95_wait"], 1),
-                    _num(r["max_wait"], 1),
-                    _num(r["violations"]),
-                    _num(r["risk_over_bound"], 4),
-                    _num(r["episodes"]),
-                    r["training"],
-                    f"`{r['commit']}`",
-                ]
-                lines.append("| " + " | ".join(cells) + " |")
-            notes = [(r["agent"], n) for r in sel for n in r["notes"]]
-            if notes:
-                lines.append("")
-                lines += [f"- `{_md_escape(a)}`: {_md_escape(n)}" for a, n in notes]
-            lines.append("")
-        failed = [r for r in rows if r["track"] == "failed"]
-        if failed:
-            lines += ["### Failed submissions", "", "| agent | reason |", "|---|---|"]
-            lines += [
-                f"| `{_md_escape(r['agent'])}` | {_md_escape(r['error'] or '')} |" for r in failed
-            ]
-            lines.append("")
+        lines += suite_tables(rows).split("\n")
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -564,26 +564,51 @@ def replace_block(path: Path, name: str, text: str) -> None:
     path.write_text(f"{head}{begin}\n{text}\n{end}{tail}", encoding="utf-8")
 
 
-def _publish(
-    name: str, json_path: str, readme: str | None, rows: list, table: str, env_id: str | None
-) -> None:
+def _format_speed(rows: list[dict]) -> str:
+    """The env-speed and LP tables of the default run, from its JSON rows."""
+    speed = [SpeedResult(**{**r, "ratios": tuple(r["ratios"])}) for r in rows if "env_sps" in r]
+    lps = [LPTiming(**r) for r in rows if "n_windows" in r and "lp_seconds" in r]
+    report = format_report({}, speed[0] if speed else None, lps)
+    return report.split("\n", 2)[2].rstrip()  # drop the machine line: the block names it
+
+
+#: How each published measurement's JSON rows become its README table.
+FORMATTERS: dict[str, Callable[[list[dict]], str]] = {
+    "bounds": lambda rows: format_bounds([ConstructionCost(**r) for r in rows]),
+    "vector": lambda rows: format_vector([VectorSpeed(**r) for r in rows]),
+    "harness": lambda rows: format_harness([HarnessSpeed(**r) for r in rows]),
+    "speed": _format_speed,
+}
+
+
+def block_text(name: str, payload: dict, json_path: str, readme: str = "README.md") -> str:
+    """The README block of a published measurement: its table and where it came from."""
+    table = FORMATTERS[name](payload["rows"])
+    info = payload["machine"]
+    env_id = payload.get("env_id")
+    where = f"`{env_id}`; " if env_id else ""
+    machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
+    return (f"{table}\n\n({where}{machine}; `{payload['command']} --readme {readme}` from "
+            f"`{json_path}`)")
+
+
+def _publish(name: str, json_path: str, readme: str | None, rows: list,
+             env_id: str | None) -> None:
     """Write a measurement's rows, machine and command to JSON; print and place its table.
 
-    The table goes into the README's ``name`` block with the command that regenerates it.
+    The table goes into the README's ``name`` block with the command that regenerates it
+    (``python -m leaderboard readme`` rebuilds the same block from the JSON).
     """
     import json
 
-    info = machine_info()
     command = f"python -m tsg_envs.bench --{name} {json_path}"
-    payload = {"machine": info, "command": command, "env_id": env_id,
-               "rows": [dataclasses.asdict(r) for r in rows]}
+    payload = {"machine": machine_info(), "command": command, "env_id": env_id,
+               "rows": [r if isinstance(r, dict) else dataclasses.asdict(r) for r in rows]}
     Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    print(table)
+    text = block_text(name, payload, json_path, readme or "README.md")
+    print(text)
     if readme:
-        where = f"`{env_id}`; " if env_id else ""
-        machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
-        replace_block(Path(readme), name, f"{table}\n\n({where}{machine}; `{command} --readme "
-                      f"{readme}` from `{json_path}`)")
+        replace_block(Path(readme), name, text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -610,6 +635,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the evaluation harness vs the per-day loop (LP, centre, "
                         "slack-guided; 100 days, --quick: 5), written to JSON and the README's "
                         "harness block; nothing else is run")
+    parser.add_argument("--speed", metavar="JSON", default=None,
+                        help="write the default run (env speed vs CartPole, LP timings) to JSON "
+                        "and the README's speed block")
     parser.add_argument("--readme", default=None,
                         help="README whose block --bounds or --vector updates")
     parser.add_argument("--construct", choices=sorted(BOUND_CORNERS), help=argparse.SUPPRESS)
@@ -621,16 +649,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.harness:
         hrows = harness_speeds(args.env, days=5 if args.quick else 100)
-        _publish("harness", args.harness, args.readme, hrows, format_harness(hrows), args.env)
+        _publish("harness", args.harness, args.readme, hrows, args.env)
         return 0
     if args.vector:
         sizes = (1, 16) if args.quick else (1, 16, 256, 1024)
         vrows = vector_speeds(args.env, sizes=sizes, sub_steps=2000 if args.quick else 20_000)
-        _publish("vector", args.vector, args.readme, vrows, format_vector(vrows), args.env)
+        _publish("vector", args.vector, args.readme, vrows, args.env)
         return 0
     if args.bounds:
         rows = construction_costs()
-        _publish("bounds", args.bounds, args.readme, rows, format_bounds(rows), None)
+        _publish("bounds", args.bounds, args.readme, rows, None)
         return 0
     config = QUICK if args.quick else BenchConfig()
     changes: dict[str, object] = {"env_id": args.env}
@@ -644,6 +672,11 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     speed = None if args.skip_speed else compare_env_speed(config)
     lps = lp_timings(config)
+    if args.speed:
+        rows = ([dataclasses.asdict(speed)] if speed is not None else []) + [
+            dataclasses.asdict(r) for r in lps]
+        _publish("speed", args.speed, args.readme, rows, config.env_id)
+        return 0
     print(format_report(info, speed, lps))
     return 0
 
