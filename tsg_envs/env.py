@@ -163,7 +163,7 @@ class ScreeningEnv(gym.Env):
     | ``risk_slack`` | 0.01 | slack on the LP's ψ, 0 to 100 |
     | ``lp_window_minutes`` | ``"auto"``: 60 (None, one window, | window of the LP that sets ψ, |
     |  | for ``"window"``) | 15 to 3,600 minutes, or None |
-    | ``schedule`` | ``"hub"`` | ``"hub"``, ``"jfk:YYYY-MM-DD"``, ``"csv:PATH"`` |
+    | ``schedule`` | from config (``"hub"``) | ``"hub"``, ``"jfk:YYYY-MM-DD"``, ``"csv:PATH"`` |
     | ``capacity_ratio`` | None | ρ of the rate calibration, 0.1 to 100 (None: horizon |
     |  |  | default) |
     | ``violation_penalty`` | 100.0 | penalty per unit risk excess (``"penalize"``), 0 to 1e6 |
