@@ -232,3 +232,20 @@ def test_vector_softmax_alpha_projection_matches_the_single_wrapper() -> None:
                 assert math.isclose(r[i], r1, rel_tol=1e-12, abs_tol=1e-12) and term[i] == t1
             else:
                 s.reset()
+
+
+@pytest.mark.parametrize("config_kwargs", [{}, {"horizon": "window"}, {"arrival_std": 0.0}])
+def test_batched_arrivals_equal_the_single_sampler(config_kwargs: dict) -> None:
+    """sample_arrivals_batch draws each day bit for bit as sample_arrivals, and leaves every
+    generator in the same state (sampled mode draws teams from it next)."""
+    from tsg_envs import GameConfig
+    from tsg_envs.dynamics import sample_arrivals_batch
+
+    game = make_game(GameConfig(**config_kwargs), 2)
+    batch_rngs = [np.random.default_rng(s) for s in range(5)]
+    single_rngs = [np.random.default_rng(s) for s in range(5)]
+    for got, rng in zip(sample_arrivals_batch(game, batch_rngs), single_rngs, strict=True):
+        want = sample_arrivals(game, rng)
+        for field in ("times", "categories", "thetas", "flights"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+    assert [r.random() for r in batch_rngs] == [r.random() for r in single_rngs]

@@ -32,6 +32,7 @@ __all__ = [
     "BatchStepResult",
     "DayBatch",
     "sample_arrivals",
+    "sample_arrivals_batch",
     "ScreeningDay",
     "StepResult",
     "team_waits",
@@ -84,6 +85,37 @@ def sample_arrivals(game: Game, rng: np.random.Generator) -> Arrivals:
         thetas=thetas,
         flights=flights,
     )
+
+
+def sample_arrivals_batch(game: Game, rngs: list[np.random.Generator]) -> list[Arrivals]:
+    """:func:`sample_arrivals` for several days at once, one generator per day, bit for bit.
+
+    Each generator makes exactly the draws :func:`sample_arrivals` makes (``n`` uniforms for
+    the truncated normal, then the risk levels); the truncated normal's inverse CDF, which is
+    what ``truncnorm.rvs`` applies to those uniforms, then runs once over every day.
+    """
+    flights = np.repeat(np.arange(game.n_flights), game.flight_sizes)
+    n = flights.shape[0]
+    mean, std, cutoff = game.arrival_mean, game.arrival_std, game.arrival_cutoff
+    uniforms, thetas = [], []
+    for rng in rngs:
+        if std > 0:
+            uniforms.append(rng.uniform(size=n))
+        thetas.append(rng.choice(game.n_risk_levels, size=n, p=game.risk_mix))
+    if std > 0:
+        a = (cutoff - mean) / std
+        x = stats.truncnorm.ppf(np.stack(uniforms), a, 3.0, loc=mean, scale=std)
+    else:
+        x = np.full((len(rngs), n), mean)
+    times = game.departures[flights][None, :] - x
+    order = np.argsort(times, axis=1, kind="stable")
+    times = np.clip(np.take_along_axis(times, order, axis=1), 0.0, game.day_length)
+    out = []
+    for i in range(len(rngs)):
+        fl, th = flights[order[i]], thetas[i][order[i]]
+        out.append(Arrivals(times=times[i], categories=th * game.n_flights + fl, thetas=th,
+                            flights=fl))
+    return out
 
 
 def team_waits(queues: np.ndarray, rates: np.ndarray, team_members: np.ndarray) -> np.ndarray:

@@ -26,7 +26,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from tsg_envs.dynamics import Arrivals, DayBatch, sample_arrivals
+from tsg_envs.dynamics import DayBatch, sample_arrivals_batch
 from tsg_envs.env import ScreeningEnv
 from tsg_envs.polytope import FEASIBILITY_TOL, alpha_project
 
@@ -76,8 +76,12 @@ class ScreeningVectorEnv(VectorEnv):
         self.render_mode = None
         g = self.game
         m = g.n_methods
-        self._a_risk = np.ascontiguousarray(self.polytopes.A_ub[:, :m, :])
         self._b_risk = np.ascontiguousarray(self.polytopes.b_ub[:, :m])
+        # Risk row m of category c = <θ, κ> is -P_θ L_{κ,m} E[:, m]: a coefficient times a
+        # column of E, so a batch's rows are one (N, T) @ (T, M) product and two small gathers.
+        self._risk_coef = (-g.attacker_prior[:, None, None] * g.attack_loss[None, :, :]).reshape(
+            g.n_categories, m)
+        self._efficacy = np.ascontiguousarray(g.team_efficacy)
         self._inv_expected = 1.0 / np.maximum(g.expected_category_counts(), 1e-12)
         self._days = DayBatch(g, self.num_envs, single.queue_mode)
         self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
@@ -88,7 +92,7 @@ class ScreeningVectorEnv(VectorEnv):
         self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
         self._hist_count = np.zeros((self.num_envs, g.n_categories), dtype=np.int64)
         # Largest |coefficient| of each category's risk rows (bounds |a·π| for π ≥ 0, Σπ ≈ 1).
-        self._row_scale = np.abs(self._a_risk).max(axis=(1, 2))
+        self._row_scale = np.abs(self.polytopes.A_ub[:, :m, :]).max(axis=(1, 2))
 
     # Public helpers -------------------------------------------------------------------------
     def polytope(self, c: int):  # noqa: ANN201 (a Polytope)
@@ -203,11 +207,10 @@ class ScreeningVectorEnv(VectorEnv):
 
     # Internals ---------------------------------------------------------------------------
     def _reset_rows(self, rows: np.ndarray, seeds: list[int | None]) -> None:
-        arrivals: list[Arrivals] = []
         for row, seed in zip(rows.tolist(), seeds, strict=True):
             if seed is not None or self._rngs[row] is None:
                 self._rngs[row], _ = seeding.np_random(seed)
-            arrivals.append(sample_arrivals(self.game, self._rngs[row]))
+        arrivals = sample_arrivals_batch(self.game, [self._rngs[r] for r in rows.tolist()])
         self._days.reset(arrivals, rows)
         self._hist_count = self._days.history
 
@@ -230,8 +233,7 @@ class ScreeningVectorEnv(VectorEnv):
         if np.abs(a).max() > 1e150:
             huge = np.abs(a).max(axis=1) > 1e150
         with np.errstate(over="ignore", invalid="ignore"):
-            rows_ex = np.einsum("nmt,nt->nm", self._a_risk[cats], a)
-            rows_ex -= self._b_risk[cats]
+            rows_ex = self._row_excess(a, cats)
         rows = rows_ex.max(axis=1)
         amin = a.min(axis=1)
         viol = np.maximum(np.maximum(rows, np.abs(total - 1.0)), np.maximum(-amin, 0.0))
@@ -267,8 +269,7 @@ class ScreeningVectorEnv(VectorEnv):
             if empty.any():
                 executed[empty] = self.polytopes.centers[cats[empty]]
             if self.invalid_action == "penalize" and any_bad:
-                ex = np.einsum("nmt,nt->nm", self._a_risk[cats[bad]], executed[bad])
-                ex -= self._b_risk[cats[bad]]
+                ex = self._row_excess(executed[bad], cats[bad])
                 penalty[bad] = self.violation_penalty * np.maximum(ex.max(axis=1), 0.0)
             recheck = ~bad
             project = bad if self.invalid_action == "project" else np.zeros_like(bad)
@@ -276,8 +277,7 @@ class ScreeningVectorEnv(VectorEnv):
         # mode every proposal outside it, is α-projected toward the centre.
         if recheck.any():
             r = np.flatnonzero(recheck)
-            ex = np.einsum("nmt,nt->nm", self._a_risk[cats[r]], executed[r])
-            ex -= self._b_risk[cats[r]]
+            ex = self._row_excess(executed[r], cats[r])
             project = project.copy()
             project[r[ex.max(axis=1) > FEASIBILITY_TOL]] = True
         if project.any():
@@ -287,6 +287,10 @@ class ScreeningVectorEnv(VectorEnv):
                 self.polytopes.b_ub[pc],
             )
         return executed, penalty, viol
+
+    def _row_excess(self, x: np.ndarray, cats: np.ndarray) -> np.ndarray:
+        """a_m · x - b_m of every risk row of each row's category, (n, M)."""
+        return self._risk_coef[cats] * (x @ self._efficacy) - self._b_risk[cats]
 
     def _observations(self, stepped: tuple[np.ndarray | None, np.ndarray] | None = None
                       ) -> np.ndarray:
