@@ -39,7 +39,7 @@ class RunConfig:
     """
 
     algo: str
-    env_id: str = "tsg/Screening-v0"
+    env_id: str = "tsg/Screening-v1"
     steps: int = 100_000
     seed: int = 0
     out: Path = Path("runs/default")

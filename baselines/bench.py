@@ -88,7 +88,7 @@ def _time(fn: Any, repeats: int) -> float:
 
 def bench_projection(cfg: BenchConfig) -> dict[str, Any]:
     """Median seconds of forward+backward at ``cfg.batch`` for both projections."""
-    env = gym.make("tsg/Screening-v0", instance_seed=0)
+    env = gym.make("tsg/Screening-v1", instance_seed=0)
     polys = env.unwrapped.polytopes
     rng = np.random.default_rng(cfg.seed)
     cats = torch.tensor(rng.integers(0, polys.n_categories, cfg.batch))
@@ -126,7 +126,7 @@ def bench_training(cfg: BenchConfig) -> list[dict[str, Any]]:
     defaults = AlphaDDPGConfig(**cfg.hparams)
     for k in cfg.flights:
         t = time.perf_counter()
-        env = gym.make("tsg/Screening-v0", instance_seed=0, n_flights=k)
+        env = gym.make("tsg/Screening-v1", instance_seed=0, n_flights=k)
         setup = time.perf_counter() - t
         u = env.unwrapped
         tmp = Path(tempfile.mkdtemp(prefix="tsg-bench-"))

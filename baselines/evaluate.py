@@ -25,7 +25,7 @@ The leaderboard builds on :func:`evaluate` (it passes its own ``agent_factory`` 
 Example:
     >>> from baselines.evaluate import evaluate
     >>> from tsg_envs.rollout import CentreAgent
-    >>> res = evaluate(CentreAgent, "tsg/Screening-v0", [0], [10_000, 10_001])
+    >>> res = evaluate(CentreAgent, "tsg/Screening-v1", [0], [10_000, 10_001])
     >>> res.summary()["ratio_lp"]  # doctest: +SKIP
 """
 

@@ -6,7 +6,7 @@ file (plus, for the slack LP, its solved policy as ``.npz``) that records what w
 
 ``DIR/checkpoint.json``::
 
-    {"format": 1, "algo": "slack-lp", "env_id": "tsg/Screening-v0", "instance_seed": 0,
+    {"format": 1, "algo": "slack-lp", "env_id": "tsg/Screening-v1", "instance_seed": 0,
      "env_kwargs": {...}, "config": {...}, "risk_bound": [...], "files": {...}}
 
 ``load(path, env)`` (``path`` is the JSON file or its directory) rebuilds the identical policy

@@ -12,7 +12,7 @@ balances the window's load, so the policy deviates only when the queues make it 
 grows the policy becomes the slack LP exactly (once 2μ exceeds the spread of the waits, moving
 mass away from π^slack never pays).
 
-Default μ = 1 minute, the best of a sweep on ``tsg/Screening-v0`` (instances 0-1, days
+Default μ = 1 minute, the best of a sweep on ``tsg/Screening-v1`` (instances 0-1, days
 10_000-10_004; ``baselines/scripts/mu_sweep.py``, commit a81ee35). Mean wait in minutes:
 
     μ          0      0.1    0.3    1      3      10     100    (slack LP)

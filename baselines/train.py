@@ -2,7 +2,7 @@ r"""Train (or solve) one baseline and evaluate it: ``python -m baselines.train``
 
 Example::
 
-    python -m baselines.train --algo slack-guided --env tsg/Screening-v0 --seed 0 \
+    python -m baselines.train --algo slack-guided --env tsg/Screening-v1 --seed 0 \
         --out runs/sg0 --eval-days 5
     python -m baselines.train --algo alpha-ddpg --steps 100000 --seed 1 --out runs/ddpg1 \
         --set lr_actor=3e-4 --env-kwarg risk_slack=0.05
@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         "against the static LP and the slack-guided LP on the same arrival samples.",
     )
     p.add_argument("--algo", required=True, choices=method_names(), help="method name")
-    p.add_argument("--env", default="tsg/Screening-v0", help="Gymnasium id (default %(default)s)")
+    p.add_argument("--env", default="tsg/Screening-v1", help="Gymnasium id (default %(default)s)")
     p.add_argument("--steps", type=int, default=100_000,
                    help="training environment steps; ignored by non-learning methods "
                    "(default %(default)s)")

@@ -77,7 +77,7 @@ AGENT_LABELS: dict[str, str] = {
     "alpha-ddpg": "α-DDPG (trained checkpoints)",
 }
 
-_BASE_ID = "tsg/Screening-Window-10F-v0"
+_BASE_ID = "tsg/Screening-Window-10F-v1"
 
 
 @dataclass(frozen=True)
@@ -464,7 +464,7 @@ def _flights_of(env_id: str) -> int | None:
     m = _FLIGHTS_RE.search(env_id)
     if m:
         return int(m.group(1))
-    return 10 if env_id in ("tsg/Screening-v0", "tsg/Screening-Sampled-v0") else None
+    return 10 if env_id in ("tsg/Screening-v1", "tsg/Screening-Sampled-v1") else None
 
 
 def _log_files(dirs: tuple[str, ...]) -> list[Path]:

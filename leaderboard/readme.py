@@ -17,6 +17,7 @@ speed        ``results/bench_speed.json``         ``python -m tsg_envs.bench --s
 bounds       ``results/bench_bounds.json``        ``python -m tsg_envs.bench --bounds JSON``
 vector       ``results/bench_vector.json``        ``python -m tsg_envs.bench --vector JSON``
 harness      ``results/bench_harness.json``       ``python -m tsg_envs.bench --harness JSON``
+family       ``results/bench_family.json``        ``python -m tsg_envs.bench --family JSON``
 ===========  ===================================  ============================================
 """
 
@@ -127,6 +128,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "bounds": _bench("bounds"),
     "vector": _bench("vector"),
     "harness": _bench("harness"),
+    "family": _bench("family"),
 }
 
 

@@ -118,7 +118,7 @@ SUITES: dict[str, Suite] = {
         Suite(
             name="micro",
             description="smoke test: 5 flights in one window, 1 instance x 2 days",
-            env_ids=("tsg/Screening-Window-5F-v0",),
+            env_ids=("tsg/Screening-Window-5F-v1",),
             instance_seeds=(0,),
             arrival_seeds=_days(2),
             risk_max_states=10,
@@ -130,7 +130,7 @@ SUITES: dict[str, Suite] = {
                 "the README's main command: the default environment, 1 instance x 3 days, "
                 "10,000 training steps"
             ),
-            env_ids=("tsg/Screening-v0",),
+            env_ids=("tsg/Screening-v1",),
             instance_seeds=(0,),
             arrival_seeds=_days(3),
             risk_max_states=50,
@@ -142,7 +142,7 @@ SUITES: dict[str, Suite] = {
                 "default shift and the paper's single window, 10 flights: "
                 "2 ids x 3 instances x 5 days"
             ),
-            env_ids=("tsg/Screening-v0", "tsg/Screening-Window-10F-v0"),
+            env_ids=("tsg/Screening-v1", "tsg/Screening-Window-10F-v1"),
             instance_seeds=(0, 1, 2),
             arrival_seeds=_days(5),
             risk_max_states=100,
@@ -155,15 +155,15 @@ SUITES: dict[str, Suite] = {
                 "x 10 instances x 20 days"
             ),
             env_ids=(
-                "tsg/Screening-v0",
-                "tsg/Screening-Sampled-v0",
-                "tsg/Screening-Window-5F-v0",
-                "tsg/Screening-Window-10F-v0",
-                "tsg/Screening-Window-20F-v0",
-                "tsg/Screening-Shift-20F-v0",
-                "tsg/Screening-Day-10F-v0",
-                "tsg/Screening-Window-10F-Sigma15-v0",
-                "tsg/Screening-Window-10F-Sigma150-v0",
+                "tsg/Screening-v1",
+                "tsg/Screening-Sampled-v1",
+                "tsg/Screening-Window-5F-v1",
+                "tsg/Screening-Window-10F-v1",
+                "tsg/Screening-Window-20F-v1",
+                "tsg/Screening-Shift-20F-v1",
+                "tsg/Screening-Day-10F-v1",
+                "tsg/Screening-Window-10F-Sigma15-v1",
+                "tsg/Screening-Window-10F-Sigma150-v1",
             ),
             instance_seeds=tuple(range(10)),
             arrival_seeds=_days(20),

@@ -35,7 +35,7 @@ SLOW_EXAMPLES = 400
 MODES = ("project", "raise", "penalize")
 #: Two float64 evaluations of one row (the env's and this file's) may differ by a few ulps.
 ROUNDING = 1e-15
-ENV_ID = "tsg/Screening-Window-5F-v0"
+ENV_ID = "tsg/Screening-Window-5F-v1"
 
 _ENVS: dict[tuple[str, str], gym.Env] = {}
 
@@ -199,7 +199,7 @@ def test_renormalisation_that_breaks_a_row_is_projected() -> None:
 def test_feasible_proposals_execute_exactly_as_renormalised(queue_mode: str) -> None:
     """Whole episodes of feasible proposals: what runs is the proposal (on the simplex) or the
     proposal divided by its correctly rounded sum, bit for bit: no projection touches them."""
-    env = gym.make("tsg/Screening-Window-5F-v0", queue_mode=queue_mode).unwrapped
+    env = gym.make("tsg/Screening-Window-5F-v1", queue_mode=queue_mode).unwrapped
     rng = np.random.default_rng(7)
     for day in range(2):
         _, info = env.reset(seed=day)

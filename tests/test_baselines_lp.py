@@ -28,8 +28,8 @@ from tsg_envs import FEASIBILITY_TOL, Game, GameConfig, build_polytopes
 from tsg_envs.risk import worst_case_risk
 from tsg_envs.rollout import CentreAgent, LPAgent, rollout
 
-ENV_ID = "tsg/Screening-v0"
-SMALL_ID = "tsg/Screening-Shift-5F-v0"  # 450 passengers, 9 LP windows
+ENV_ID = "tsg/Screening-v1"
+SMALL_ID = "tsg/Screening-Shift-5F-v1"  # 450 passengers, 9 LP windows
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def test_slack_lp_zero_count_window_gets_centres():
 # --- slack LP on the default instance ------------------------------------------------------
 
 
-@pytest.mark.parametrize("env_id", [ENV_ID, "tsg/Screening-Window-10F-v0"])
+@pytest.mark.parametrize("env_id", [ENV_ID, "tsg/Screening-Window-10F-v1"])
 def test_slack_lp_peak_at_most_the_lp_peak_in_every_window(env_id):
     e = gym.make(env_id, instance_seed=2)
     u = e.unwrapped

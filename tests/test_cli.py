@@ -14,7 +14,7 @@ from baselines.api import METHOD_MODULES, get_method
 from baselines.evaluate import clear_reference_cache
 from baselines.train import main, parse_assignments
 
-ENV_ID = "tsg/Screening-Window-5F-v0"  # 450 passengers, one LP window: a fast day
+ENV_ID = "tsg/Screening-Window-5F-v1"  # 450 passengers, one LP window: a fast day
 NON_LEARNING = ["lp", "slack-lp", "slack-guided", "myopic", "centre"]
 LEARNED = [name for name in METHOD_MODULES if name not in NON_LEARNING]
 ROOT = Path(__file__).resolve().parents[1]

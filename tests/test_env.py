@@ -48,18 +48,18 @@ def test_steps_per_episode_equal_passengers_of_the_day(env_id: str) -> None:
 
 
 def test_env_ids_and_kwargs_reach_the_game() -> None:
-    env = gym.make("tsg/Screening-Shift-10F-Sigma30-v0")
+    env = gym.make("tsg/Screening-Shift-10F-Sigma30-v1")
     g = env.unwrapped.game
     assert (g.n_flights, g.arrival_std, g.config.horizon) == (10, 30.0, "shift")
-    env = gym.make("tsg/Screening-v0", n_flights=5, arrival_std=15.0, horizon="day")
+    env = gym.make("tsg/Screening-v1", n_flights=5, arrival_std=15.0, horizon="day")
     g = env.unwrapped.game
     assert (g.n_flights, g.arrival_std, g.config.horizon) == (5, 15.0, "day")
     assert env.unwrapped.lp_window_minutes == 60.0
-    assert gym.make("tsg/Screening-Window-5F-v0").unwrapped.lp_window_minutes is None
+    assert gym.make("tsg/Screening-Window-5F-v1").unwrapped.lp_window_minutes is None
 
 
 def test_default_instance_sizes() -> None:
-    env = gym.make("tsg/Screening-v0")
+    env = gym.make("tsg/Screening-v1")
     u = env.unwrapped
     g = u.game
     assert (g.n_flights, g.n_teams, g.n_risk_levels, g.n_categories) == (10, 10, 5, 50)
@@ -87,7 +87,7 @@ def _episode(env: gym.Env, seed: int) -> tuple[np.ndarray, np.ndarray, list]:
     return np.array(observations), np.array(rewards), infos
 
 
-@pytest.mark.parametrize("env_id", ["tsg/Screening-v0", "tsg/Screening-Sampled-v0"])
+@pytest.mark.parametrize("env_id", ["tsg/Screening-v1", "tsg/Screening-Sampled-v1"])
 def test_same_seed_same_episode_different_seed_differs(env_id: str) -> None:
     obs_a, rew_a, info_a = _episode(gym.make(env_id), seed=11)
     obs_b, rew_b, info_b = _episode(gym.make(env_id), seed=11)
@@ -101,9 +101,9 @@ def test_same_seed_same_episode_different_seed_differs(env_id: str) -> None:
 
 
 def test_instance_seed_fixes_the_game_and_reset_seed_only_the_day() -> None:
-    a = gym.make("tsg/Screening-v0", instance_seed=4).unwrapped
-    b = gym.make("tsg/Screening-v0", instance_seed=4).unwrapped
-    c = gym.make("tsg/Screening-v0", instance_seed=5).unwrapped
+    a = gym.make("tsg/Screening-v1", instance_seed=4).unwrapped
+    b = gym.make("tsg/Screening-v1", instance_seed=4).unwrapped
+    c = gym.make("tsg/Screening-v1", instance_seed=5).unwrapped
     for name in ("rates", "team_efficacy", "attack_loss", "departures", "flight_sizes"):
         np.testing.assert_array_equal(getattr(a.game, name), getattr(b.game, name))
     assert not np.array_equal(a.game.attack_loss, c.game.attack_loss)
@@ -251,7 +251,7 @@ def test_nan_inf_and_wrong_shape_raise_in_every_mode(mode: str, bad: np.ndarray)
 
 @pytest.mark.parametrize("mode", MODES)
 def test_nan_raises_through_gym_make(mode: str) -> None:
-    env = gym.make("tsg/Screening-v0", invalid_action=mode)
+    env = gym.make("tsg/Screening-v1", invalid_action=mode)
     env.reset(seed=0)
     with pytest.raises(ValueError):
         env.step(np.full(10, np.nan, dtype=np.float32))
@@ -363,7 +363,7 @@ def test_infeasible_risk_bound_names_theta_and_flight() -> None:
 
 # Info and observation contract on a generated instance ------------------------------------
 def test_info_and_observation_contract_default_id() -> None:
-    env = gym.make("tsg/Screening-v0")
+    env = gym.make("tsg/Screening-v1")
     u = env.unwrapped
     lay = u.obs_layout
     g = u.game
@@ -396,12 +396,12 @@ def test_info_and_observation_contract_default_id() -> None:
 
 
 def test_risk_bound_defaults_to_lp_psi_times_slack() -> None:
-    env = gym.make("tsg/Screening-v0", risk_slack=0.05)
+    env = gym.make("tsg/Screening-v1", risk_slack=0.05)
     u = env.unwrapped
     np.testing.assert_allclose(u.risk_bound, u.lp_solution.psi * 1.05, rtol=1e-15)
     np.testing.assert_array_equal(u.polytopes.risk_bound, u.risk_bound)
     psi = u.risk_bound * 2
-    env2 = gym.make("tsg/Screening-v0", risk_bound=psi)
+    env2 = gym.make("tsg/Screening-v1", risk_bound=psi)
     np.testing.assert_array_equal(env2.unwrapped.risk_bound, psi)
 
 
@@ -424,7 +424,7 @@ def test_bench_quick_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "Machine: cpu" in out and "git commit" in out
-    assert "| `tsg/Screening-v0` |" in out and "| `CartPole-v1` |" in out
+    assert "| `tsg/Screening-v1` |" in out and "| `CartPole-v1` |" in out
     ratio = float(out.split("target >= 0.75) | **")[1].split("**")[0])
     assert ratio > 0.05  # a sanity bound only: timings on a shared CI box vary
     lp_rows = [line for line in out.splitlines() if line.startswith("| 10 |")
@@ -453,12 +453,12 @@ def test_bench_bound_corner_in_a_fresh_process(tmp_path) -> None:
 def test_bench_vector_and_harness_rows_are_well_formed() -> None:
     from tsg_envs import bench
 
-    rows = bench.vector_speeds("tsg/Screening-Window-5F-v0", sizes=(1, 2), infeasible=(0.0,),
+    rows = bench.vector_speeds("tsg/Screening-Window-5F-v1", sizes=(1, 2), infeasible=(0.0,),
                                sub_steps=50, pairs=1)
     assert [r.n for r in rows] == [1, 2]
     assert all(r.native_sps > 0 and r.sync_sps > 0 and r.ratio > 0 for r in rows)
     assert "| 2 | 0% |" in bench.format_vector(rows)
-    (h,) = bench.harness_speeds("tsg/Screening-Window-5F-v0", days=2, agents=("lp",))
+    (h,) = bench.harness_speeds("tsg/Screening-Window-5F-v1", days=2, agents=("lp",))
     assert h.agent == "lp" and h.days == 2 and h.speedup == pytest.approx(
         h.loop_s_per_day / h.harness_s_per_day)
 

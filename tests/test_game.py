@@ -64,7 +64,7 @@ def test_default_game_shapes_and_generator_rules() -> None:
 
 def test_default_capacity_ratio_per_horizon() -> None:
     for horizon, rho in DEFAULT_CAPACITY_RATIO.items():
-        g = make_game(GameConfig(horizon=horizon, window_bind_overload=None), seed=1)
+        g = make_game(GameConfig(horizon=horizon, window_tightness=None), seed=1)
         assert g.config.resolved_capacity_ratio == rho
         assert g.rates.sum() == pytest.approx(rho * 2 * g.n_passengers / g.day_length)
     g = make_game(GameConfig(capacity_ratio=3.5), seed=1)
@@ -219,30 +219,44 @@ def test_screening_day_drains_and_clips_at_zero() -> None:
         sampled.step(np.array([0.5, 0.5]))
 
 
-def test_window_bind_step_makes_capacity_bind() -> None:
-    # Window horizon: rates are scaled down (never up) by one common factor so that the LP's
-    # risk-optimal allocation, spread as evenly as it can be, would need a peak utilisation of
-    # window_bind_overload (1.25). Check it against the LP with effectively infinite capacity.
+def test_window_binding_step_binds_without_overload() -> None:
+    # Window horizon: each accepted instance's rates are the first binding draw's rates times one
+    # common factor s = U* - τ (U* - U_min), so that the least peak utilisation any allocation
+    # reaches is U_min / s <= 1 (no overload stretch) while the LP's risk-optimal allocation
+    # would need U* / s > 1: capacity binds, and the LP loses at least 1% of its value to it.
+    # Checked against an independent LP with capacity unbounded.
     import dataclasses
 
     from tsg_envs import solve_window_lp
-    from tsg_envs.lp import window_edges
+    from tsg_envs.calibration import MIN_CAPACITY_LOSS
+    from tsg_envs.instances import draw_instance
 
-    for seed in (0, 5):
-        plain = make_game(GameConfig(horizon="window", window_bind_overload=None), seed=seed)
-        bound = make_game(GameConfig(horizon="window"), seed=seed)
-        factor = bound.rates / plain.rates
-        assert np.allclose(factor, factor[0]) and factor[0] <= 1.0
-        length = np.diff(window_edges(bound, None))[0]
-        # Every resource able to screen all passengers: capacity cannot bind.
-        ample = bound.n_passengers / (bound.rates * length).min() * 1.01
-        unbounded = dataclasses.replace(bound, rates=bound.rates * ample, key=None)
-        sol = solve_window_lp(unbounded, None)
-        load = (sol.expected_counts[0] @ sol.policy[0]) @ bound.team_members.astype(float)
-        assert (load / (bound.rates * length)).max() == pytest.approx(1.25, rel=1e-6)
-        # ... so the LP at the real rates is strictly worse than without capacity (it binds),
-        # or, where the risk-optimal load is already balanced, the window is stretched.
-        real = solve_window_lp(bound, None)
-        v_real = bound.attacker_prior @ real.utility[0]
-        v_inf = bound.attacker_prior @ sol.utility[0]
-        assert v_real < v_inf - 1e-6 or real.stretch[0] > 1.0
+    config = GameConfig(horizon="window")
+    plain_config = GameConfig(horizon="window", window_tightness=None)
+    rejected = 0
+    for seed in range(6):
+        record = draw_instance(config, seed)
+        game, binding = record.game, record.binding
+        rejected += record.draws - 1
+        assert binding is not None and binding.accepted
+        if record.draws == 1:  # a first draw is the plain instance, rates times one factor
+            plain = make_game(plain_config, seed)
+            np.testing.assert_allclose(game.rates / plain.rates, binding.scale, rtol=1e-12)
+            np.testing.assert_array_equal(game.attack_loss, plain.attack_loss)
+        assert binding.least / binding.scale < 1.0 < binding.risk_optimal / binding.scale
+        sol = solve_window_lp(game, None)
+        assert sol.stretch[0] == 1.0
+        unbounded = dataclasses.replace(game, rates=game.rates * 1e3, key=None)
+        v_inf = game.attacker_prior @ solve_window_lp(unbounded, None).utility[0]
+        v = game.attacker_prior @ sol.utility[0]
+        assert (v_inf - v) / abs(v_inf) >= MIN_CAPACITY_LOSS * (1 - 1e-6)
+    assert rejected > 0  # the rule does reject draws on these seeds (about half of them)
+
+
+def test_window_binding_gives_up_with_a_clear_error(monkeypatch) -> None:
+    from tsg_envs import calibration
+
+    monkeypatch.setattr(calibration, "MIN_CAPACITY_LOSS", 10.0)  # no draw can lose 1000%
+    monkeypatch.setattr(calibration, "MAX_WINDOW_DRAWS", 2)
+    with pytest.raises(ValueError, match="window_tightness=None"):
+        make_game(GameConfig(horizon="window", n_flights=5), seed=0)

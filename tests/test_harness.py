@@ -14,7 +14,7 @@ import tsg_envs  # noqa: F401  (registers the ids)
 from tsg_envs.harness import EpisodeRecord, Unit, delay_ratio, evaluate
 from tsg_envs.rollout import CentreAgent, LPAgent, rollout
 
-MICRO = [Unit("tsg/Screening-Window-5F-v0", 0), Unit.of("tsg/Screening-v0", 1, risk_slack=0.05)]
+MICRO = [Unit("tsg/Screening-Window-5F-v1", 0), Unit.of("tsg/Screening-v1", 1, risk_slack=0.05)]
 DAYS = [10_000, 10_001, 10_002]
 
 
@@ -81,7 +81,7 @@ def test_the_harness_imports_no_agent_package() -> None:
         "import json, sys\n"
         "from tsg_envs.harness import Unit, evaluate\n"
         "from tsg_envs.rollout import LPAgent\n"
-        "recs = evaluate({'lp': LPAgent}, [Unit('tsg/Screening-Window-5F-v0', 0)], [1, 2])\n"
+        "recs = evaluate({'lp': LPAgent}, [Unit('tsg/Screening-Window-5F-v1', 0)], [1, 2])\n"
         "mods = [m for m in ('torch', 'baselines', 'leaderboard') if m in sys.modules]\n"
         "print(json.dumps({'records': len(recs), 'loaded': mods}))\n"
     )

@@ -35,7 +35,7 @@ REPS = 200
 TINY = Suite(
     name="tiny",
     description="test suite",
-    env_ids=("tsg/Screening-Window-5F-v0",),
+    env_ids=("tsg/Screening-Window-5F-v1",),
     instance_seeds=(0,),
     arrival_seeds=(EVAL_SEED_BASE, EVAL_SEED_BASE + 1),
     risk_max_states=5,
@@ -80,7 +80,7 @@ def test_suites_are_data_with_evaluation_seeds_above_training_seeds() -> None:
 
     assert training_day_seed(2146, 1_000_002) < EVAL_SEED_BASE
     with pytest.raises(ValueError, match="below EVAL_SEED_BASE"):
-        Suite("bad", "", ("tsg/Screening-v0",), (0,), (1_000,))
+        Suite("bad", "", ("tsg/Screening-v1",), (0,), (1_000,))
 
 
 def test_suite_digest_covers_every_field() -> None:
@@ -136,7 +136,7 @@ def test_end_to_end_metrics_match_direct_rollouts(centre_doc: dict) -> None:
     assert doc["suite"]["hash"] == TINY.digest()
     assert doc["references"]["slack_guided"].startswith("baselines slack-guided")
     (unit,) = doc["units"]
-    env = gym.make("tsg/Screening-Window-5F-v0", instance_seed=0)
+    env = gym.make("tsg/Screening-Window-5F-v1", instance_seed=0)
     for ep, seed in zip(unit["episodes"], TINY.arrival_seeds, strict=True):
         # peer check: the same days rolled out directly (the harness batches days through the
         # vector env, equal to rounding)
@@ -251,7 +251,7 @@ def test_broken_submission_is_reported_in_its_row(
     if case in ("act_raises", "nan", "shape", "not_numbers"):
         # the reason names the unit and the day
         assert (
-            f"tsg/Screening-Window-5F-v0 instance 0, arrival seed {EVAL_SEED_BASE}" in doc["error"]
+            f"tsg/Screening-Window-5F-v1 instance 0, arrival seed {EVAL_SEED_BASE}" in doc["error"]
         )
     written = save_result(doc, good_result.parent)
     assert written != good_result

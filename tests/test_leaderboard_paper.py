@@ -41,17 +41,17 @@ def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
     # and 150 s at 15,000 -> 100 s; 20F: 0 s at 0 and 400 s at 20,000 -> 200 s
     write_curve(
         curves / "a" / "curve.csv",
-        "tsg/Screening-Window-10F-v0",
+        "tsg/Screening-Window-10F-v1",
         [0, 5000, 15000],
         [0.0, 50.0, 150.0],
     )
-    write_curve(curves / "b" / "curve.csv", "tsg/Screening-Window-20F-v0", [0, 20000], [0.0, 400.0])
+    write_curve(curves / "b" / "curve.csv", "tsg/Screening-Window-20F-v1", [0, 20000], [0.0, 400.0])
     # baselines.bench --json: 200 gradient steps in 3 s at 50 flights -> 150 s per 10,000
     (curves / "bench.json").write_text(
         '{"config": {"grad_steps": 200}, "training": [{"flights": 50, "train_s": 3.0}]}'
     )
     # a run that never reached 10,000 steps is drawn but not timed
-    write_curve(curves / "c" / "curve.csv", "tsg/Screening-Window-5F-v0", [0, 2000], [0.0, 9.0])
+    write_curve(curves / "c" / "curve.csv", "tsg/Screening-Window-5F-v1", [0, 2000], [0.0, 9.0])
     cfg = PaperConfig(
         instances=(0,),
         days=1,

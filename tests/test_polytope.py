@@ -136,7 +136,7 @@ def _chebyshev_radius(a: np.ndarray, b: np.ndarray) -> float:
     return float(-res.fun)
 
 
-@pytest.mark.parametrize("env_id", ["tsg/Screening-v0", "tsg/Screening-Window-10F-v0"])
+@pytest.mark.parametrize("env_id", ["tsg/Screening-v1", "tsg/Screening-Window-10F-v1"])
 def test_radius_at_least_half_the_chebyshev_optimum(env_id: str) -> None:
     polys = gym.make(env_id).unwrapped.polytopes
     for c in range(polys.n_categories):
@@ -159,7 +159,7 @@ def _hull_directions(rng: np.random.Generator, n: int, t: int) -> np.ndarray:
 
 
 def test_alpha_projection_on_1e5_points() -> None:
-    polys = gym.make("tsg/Screening-v0").unwrapped.polytopes
+    polys = gym.make("tsg/Screening-v1").unwrapped.polytopes
     rng = np.random.default_rng(2020)
     n_each, t = 20_000, polys.centers.shape[1]
     cats = rng.integers(0, polys.n_categories, size=5 * n_each)
@@ -211,7 +211,7 @@ def test_alpha_projection_on_1e5_points() -> None:
 
 
 def test_alpha_projection_batched_shapes_and_gather() -> None:
-    polys = gym.make("tsg/Screening-v0").unwrapped.polytopes
+    polys = gym.make("tsg/Screening-v1").unwrapped.polytopes
     rng = np.random.default_rng(1)
     cats = rng.integers(0, polys.n_categories, size=(4, 6))
     s = rng.dirichlet(np.ones(10), size=(4, 6))
@@ -242,7 +242,7 @@ def test_alpha_projection_of_the_centre_and_of_a_vertex_by_hand() -> None:
 
 
 def test_sampler_is_feasible_and_spread() -> None:
-    polys = gym.make("tsg/Screening-v0").unwrapped.polytopes
+    polys = gym.make("tsg/Screening-v1").unwrapped.polytopes
     rng = np.random.default_rng(7)
     cats = rng.integers(0, polys.n_categories, size=5000)
     x = polys.sample(cats, rng)
@@ -257,7 +257,7 @@ def test_batched_methods_refuse_categories_out_of_range() -> None:
 
     import tsg_envs  # noqa: F401
 
-    polys = gym.make("tsg/Screening-Window-5F-v0").unwrapped.polytopes
+    polys = gym.make("tsg/Screening-Window-5F-v1").unwrapped.polytopes
     rng = np.random.default_rng(0)
     for call in (lambda: polys.sample(np.array([-1]), rng),
                  lambda: polys.project(np.full((1, 10), 0.1), np.array([polys.n_categories])),

@@ -32,7 +32,7 @@ SHRINK = 1 - 1e-6
 
 @pytest.fixture(scope="module")
 def env() -> gym.Env:
-    return gym.make("tsg/Screening-v0", instance_seed=0)
+    return gym.make("tsg/Screening-v1", instance_seed=0)
 
 
 @pytest.fixture(scope="module")

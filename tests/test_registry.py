@@ -56,11 +56,11 @@ def test_registered_specs_are_the_presets() -> None:
 
 
 def test_preset_data_is_consistent() -> None:
-    assert "tsg/Screening-v0" in PRESETS
-    default = PRESETS["tsg/Screening-v0"]
+    assert "tsg/Screening-v1" in PRESETS
+    default = PRESETS["tsg/Screening-v1"]
     assert (default.horizon, default.n_flights, default.arrival_std) == ("shift", 10, 45.0)
     for p in PRESETS.values():
-        assert isinstance(p, Preset) and p.id.endswith("-v0") and p.description
+        assert isinstance(p, Preset) and p.id.endswith("-v1") and p.description
         # Ids above 20 flights (or a full real day) sit in the slow tier.
         assert p.slow == (p.n_flights is None or p.n_flights > 20), p.id
         assert (p.extra == "jfk") == p.schedule.startswith("jfk:"), p.id
@@ -127,3 +127,9 @@ def test_import_registers_every_id() -> None:
     assert tsg_envs.PRESETS is PRESETS
     for env_id in PRESETS:
         assert env_id in gym.registry
+
+
+def test_retired_v0_ids_point_to_v1() -> None:
+    # v0 is retired (Version History): gym.make of a v0 id fails and names the current version.
+    with pytest.raises(gym.error.Error, match="v1"):
+        gym.make("tsg/Screening-Window-10F-v0")

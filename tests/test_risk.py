@@ -171,7 +171,7 @@ def test_a_leak_on_a_category_never_met_shows_in_the_worst_case_risk() -> None:
 # The default game -------------------------------------------------------------------------------
 @pytest.mark.parametrize("agent_cls", [LPAgent, CentreAgent])
 def test_lp_and_centre_policies_stay_within_the_bound(agent_cls) -> None:
-    env = gym.make("tsg/Screening-v0")
+    env = gym.make("tsg/Screening-v1")
     report = worst_case_risk(env, agent_cls(env), seed=0)
     assert report.states_probed == env.unwrapped.game.n_passengers + 1
     assert report.within_bound, (report.per_theta, report.risk_bound)
@@ -202,7 +202,7 @@ class _WorstTeam:
 
 
 def test_alpha_projected_defender_sits_on_the_bound_and_unprojected_one_leaks() -> None:
-    env = gym.make("tsg/Screening-v0", invalid_action="penalize")
+    env = gym.make("tsg/Screening-v1", invalid_action="penalize")
     # α-projecting the worst team lands on the polytope boundary (shrunk by a relative 1e-6):
     # every level's risk reaches ψ_θ to within 1e-3 and never exceeds it by more than 1e-6.
     projected = worst_case_risk(env, _WorstTeam(env, project=True), seed=0, max_states=20)

@@ -31,7 +31,7 @@ TINY = {"hidden_sizes": [16, 16], "eval_every": 0, "threads": 1}
 
 @pytest.fixture(scope="module")
 def env() -> gym.Env:
-    return gym.make("tsg/Screening-v0", instance_seed=0)
+    return gym.make("tsg/Screening-v1", instance_seed=0)
 
 
 def _random_obs(env: gym.Env, rng: np.random.Generator, n: int) -> np.ndarray:

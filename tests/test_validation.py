@@ -49,7 +49,7 @@ def _own_message(exc: BaseException) -> str:
 
 def _make(via_gym: bool, **kwargs: Any) -> gym.Env:
     if via_gym:
-        return gym.make("tsg/Screening-v0", **kwargs)
+        return gym.make("tsg/Screening-v1", **kwargs)
     return ScreeningEnv(**kwargs)
 
 
@@ -266,7 +266,7 @@ def test_construction_refuses(kwargs, exc_type, fragments, via_gym) -> None:
 def test_huge_arrival_std_fails_fast(value) -> None:
     """σ beyond the bound is refused by the config check, before any day is built."""
     with pytest.raises(ValueError, match="arrival_std"):
-        gym.make("tsg/Screening-v0", arrival_std=value)
+        gym.make("tsg/Screening-v1", arrival_std=value)
 
 
 def test_arrival_std_near_bound_combines_with_mean() -> None:
@@ -293,7 +293,8 @@ def test_arrival_std_near_bound_combines_with_mean() -> None:
         ({"loss_range": (float("nan"), 1.0)}, ValueError, "loss_range[0]"),
         ({"relative_rate_range": (0.0, 1.0)}, ValueError, "relative_rate_range[0]"),
         ({"risk_mix_concentration": 0.0}, ValueError, "risk_mix_concentration"),
-        ({"window_bind_overload": -1.0}, ValueError, "window_bind_overload"),
+        ({"window_tightness": 1.0}, ValueError, "window_tightness"),
+        ({"window_tightness": 0.0}, ValueError, "window_tightness"),
         ({"n_flights": None}, ValueError, "n_flights=None"),
         ({"schedule": None}, ValueError, "schedule"),
     ],
@@ -472,7 +473,7 @@ def test_passenger_bound_checked_before_work() -> None:
     # The same through gym.make: refused at the config, no game is built.
     with pytest.raises(ValueError, match="100000"):
         gym.make(
-            "tsg/Screening-v0",
+            "tsg/Screening-v1",
             config=GameConfig(flight_size_range=(1000, 1000)),
             n_flights=101,
         )
@@ -483,7 +484,7 @@ def test_passenger_bound_checked_before_work() -> None:
 @pytest.mark.timeout(30)
 def test_team_bound_checked_before_work() -> None:
     with pytest.raises(ValueError, match="at most 45"):
-        gym.make("tsg/Screening-v0", config=GameConfig(n_resources=10, team_size=3))
+        gym.make("tsg/Screening-v1", config=GameConfig(n_resources=10, team_size=3))
 
 
 @pytest.mark.timeout(30)
@@ -576,7 +577,7 @@ def test_schedule_errors_through_gym_make(tmp_path, kind) -> None:
         path = tmp_path / "utf16.csv"
         path.write_text("minutes\n600\n700\n", encoding="utf-16")
     with pytest.raises(ScheduleError) as info:
-        gym.make("tsg/Screening-v0", schedule=f"csv:{path}", n_flights=2)
+        gym.make("tsg/Screening-v1", schedule=f"csv:{path}", n_flights=2)
     message = str(info.value)
     assert message.startswith(f"schedule='csv:{path}': "), message
     assert str(path) in message
@@ -587,11 +588,11 @@ def test_schedule_errors_through_gym_make(tmp_path, kind) -> None:
 @pytest.mark.timeout(60)
 def test_schedule_csv_through_gym_make_works(tmp_path) -> None:
     path = _csv(tmp_path, "flight,minutes\nA,400\nB,430\nC,500\n")
-    env = gym.make("tsg/Screening-v0", schedule=f"csv:{path}", n_flights=2)
+    env = gym.make("tsg/Screening-v1", schedule=f"csv:{path}", n_flights=2)
     assert env.unwrapped.game.n_flights == 2
     _reset_and_step(env)
     with pytest.raises(ValueError, match="exceeds the 3 departures"):
-        gym.make("tsg/Screening-v0", schedule=f"csv:{path}", n_flights=4)
+        gym.make("tsg/Screening-v1", schedule=f"csv:{path}", n_flights=4)
 
 
 _HEADERS = ["minutes", "departure_minutes", "CRS_DEP_TIME", "sched_dep_time", "flight", "", "x,y"]
@@ -702,7 +703,7 @@ def test_schedule_minutes_column_exact(values) -> None:
 def test_thin_polytope() -> None:
     """Default risk_slack, 1 flight, window horizon, instance 6: must construct (or refuse
     the risk bound with a ValueError); it raised RuntimeError from the centre QP."""
-    env = gym.make("tsg/Screening-v0", n_flights=1, horizon="window", instance_seed=6)
+    env = gym.make("tsg/Screening-v1", n_flights=1, horizon="window", instance_seed=6)
     _reset_and_step(env)
 
 

@@ -23,7 +23,7 @@ from tsg_envs import FEASIBILITY_TOL, make_game, sample_arrivals
 from tsg_envs.dynamics import DayBatch, ScreeningDay
 from tsg_envs.vector import ScreeningVectorEnv
 
-ENV_ID = "tsg/Screening-Window-5F-v0"
+ENV_ID = "tsg/Screening-Window-5F-v1"
 DISCRETE = ("category", "theta", "flight", "team")
 
 
@@ -125,7 +125,7 @@ def test_raise_mode_refuses_before_any_state_changes() -> None:
 
 
 def test_spaces_metadata_and_construction_checks() -> None:
-    env = gym.make_vec("tsg/Screening-v0", num_envs=4)
+    env = gym.make_vec("tsg/Screening-v1", num_envs=4)
     assert isinstance(env, ScreeningVectorEnv)
     assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
     t, d = env.single_action_space.shape[0], env.single_observation_space.shape[0]
@@ -135,9 +135,9 @@ def test_spaces_metadata_and_construction_checks() -> None:
     with pytest.raises(TypeError, match="num_envs"):
         ScreeningVectorEnv(num_envs=2.0)
     with pytest.raises(TypeError, match="instance_seed"):
-        gym.make_vec("tsg/Screening-v0", num_envs=2, instance_seed=1.5)
+        gym.make_vec("tsg/Screening-v1", num_envs=2, instance_seed=1.5)
     with pytest.raises(ValueError, match="render_mode"):
-        gym.make_vec("tsg/Screening-v0", num_envs=2, render_mode="rgb_array")
+        gym.make_vec("tsg/Screening-v1", num_envs=2, render_mode="rgb_array")
 
 
 @pytest.mark.parametrize("queue_mode", ["expected", "sampled"])

@@ -50,7 +50,7 @@ def test_projects_onto_the_waiting_category() -> None:
 
 def test_every_action_feasible_over_a_day_in_raise_mode() -> None:
     # raise mode would stop the episode on any infeasible proposal.
-    env = SoftmaxAlphaProjection(gym.make("tsg/Screening-v0", invalid_action="raise"))
+    env = SoftmaxAlphaProjection(gym.make("tsg/Screening-v1", invalid_action="raise"))
     assert env.action_space == gym.spaces.Box(-1.0, 1.0, (10,), np.float32)
     obs, info = env.reset(seed=4)
     rng = np.random.default_rng(0)

@@ -1,6 +1,6 @@
 """``python -m tsg_envs``: run the static LP policy through one day and print its row.
 
-Builds the environment (default ``tsg/Screening-v0``), runs the static window LP policy for one
+Builds the environment (default ``tsg/Screening-v1``), runs the static window LP policy for one
 day, and prints mean / p95 / max wait and the worst-case risk against the bound Σ_θ ψ_θ.
 """
 
@@ -19,7 +19,7 @@ from tsg_envs.rollout import LPAgent, rollout
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(prog="python -m tsg_envs", description=__doc__)
-    parser.add_argument("--env", default="tsg/Screening-v0", help="environment id")
+    parser.add_argument("--env", default="tsg/Screening-v1", help="environment id")
     parser.add_argument("--instance-seed", type=int, default=0, help="which game instance")
     parser.add_argument("--seed", type=int, default=0, help="which day of arrivals")
     args = parser.parse_args(argv)

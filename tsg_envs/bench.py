@@ -34,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 import tsg_envs
+from tsg_envs import family
 from tsg_envs.env import DEFAULT_RISK_SLACK
 from tsg_envs.game import GameConfig
 from tsg_envs.instances import make_game
@@ -75,7 +76,7 @@ class BenchConfig:
         seed: Instance seed of the LP games, and seed of the action sources and days.
     """
 
-    env_id: str = "tsg/Screening-v0"
+    env_id: str = "tsg/Screening-v1"
     reference_id: str = "CartPole-v1"
     block_steps: int = 5000
     pairs: int = 9
@@ -419,7 +420,7 @@ class VectorSpeed:
 
 
 def vector_speeds(
-    env_id: str = "tsg/Screening-v0",
+    env_id: str = "tsg/Screening-v1",
     sizes: tuple[int, ...] = (1, 16, 256, 1024),
     infeasible: tuple[float, ...] = (0.0, 0.1),
     sub_steps: int = 20_000,
@@ -506,7 +507,7 @@ class HarnessSpeed:
 
 
 def harness_speeds(
-    env_id: str = "tsg/Screening-v0", days: int = 100, agents: tuple[str, ...] | None = None
+    env_id: str = "tsg/Screening-v1", days: int = 100, agents: tuple[str, ...] | None = None
 ) -> list[HarnessSpeed]:
     """The harness against the per-day loop for the LP, centre and slack-guided agents.
 
@@ -578,6 +579,7 @@ FORMATTERS: dict[str, Callable[[list[dict]], str]] = {
     "vector": lambda rows: format_vector([VectorSpeed(**r) for r in rows]),
     "harness": lambda rows: format_harness([HarnessSpeed(**r) for r in rows]),
     "speed": _format_speed,
+    "family": lambda rows: family.format_family([family.FamilyRow(**r) for r in rows]),
 }
 
 
@@ -638,6 +640,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", metavar="JSON", default=None,
                         help="write the default run (env speed vs CartPole, LP timings) to JSON "
                         "and the README's speed block")
+    parser.add_argument("--family", metavar="JSON", default=None,
+                        help="the single-window family report (binding draws, stretch, capacity "
+                        "loss, LP waits, radii per id; instance seeds 0..--instances-1), written "
+                        "to JSON and the README's family block; nothing else is run")
+    parser.add_argument("--instances", type=int, default=100,
+                        help="instance seeds per id of --family (default 100)")
+    parser.add_argument("--workers", type=int, default=1, help="processes for --family")
     parser.add_argument("--readme", default=None,
                         help="README whose block --bounds or --vector updates")
     parser.add_argument("--construct", choices=sorted(BOUND_CORNERS), help=argparse.SUPPRESS)
@@ -646,6 +655,11 @@ def main(argv: list[str] | None = None) -> int:
         import json
 
         print(json.dumps(_construct_corner(args.construct)))
+        return 0
+    if args.family:
+        frows = family.family_rows(instance_seeds=range(2 if args.quick else args.instances),
+                                   workers=args.workers)
+        _publish("family", args.family, args.readme, frows, None)
         return 0
     if args.harness:
         hrows = harness_speeds(args.env, days=5 if args.quick else 100)

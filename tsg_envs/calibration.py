@@ -1,20 +1,27 @@
 """Resource-rate calibration: the capacity rule and the single-window binding step.
 
 Provenance: SPEC §1's calibration (Σ_r f_r = ρ · team size · N / L, relative rates U[lo, hi]) and
-the window horizon's binding step (``GameConfig.window_bind_overload``). It sits above the data
+the window horizon's binding step (``GameConfig.window_tightness``), ours. It sits above the data
 module (:mod:`tsg_envs.game`) because the binding step solves the window LP.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
 from tsg_envs.game import Game, GameConfig
-from tsg_envs.lp import solve_window_lp, window_edges
+from tsg_envs.lp import least_peak_utilisation, solve_window_lp, window_edges
 
-__all__ = ["calibrated_rates", "window_bind_scale"]
+__all__ = [
+    "MAX_WINDOW_DRAWS",
+    "MIN_CAPACITY_LOSS",
+    "WindowBinding",
+    "calibrated_rates",
+    "window_binding",
+]
 
 
 def calibrated_rates(
@@ -33,21 +40,69 @@ def calibrated_rates(
     return relative / relative.sum() * total_rate
 
 
-def window_bind_scale(game: Game, overload: float) -> float:
-    """Common rate factor (≤ 1) making the single-window LP bind (see ``window_bind_overload``).
+#: The single-window LP must lose at least this fraction of its value to capacity (its value with
+#: the capacity rows at least this much below its value without them).
+MIN_CAPACITY_LOSS = 0.01
+#: Draws tried per instance seed before giving up (a draw is rejected with probability about 1/2
+#: on the registered window ids, so 64 failures mean the config cannot bind).
+MAX_WINDOW_DRAWS = 64
 
-    The LP is solved with effectively infinite capacity; its delay-aware pick (the allocation of
-    that optimum with the lowest peak utilisation) gives the smallest peak utilisation U* any
-    risk-optimal allocation needs at the current rates. Rates are scaled by min(1, U* / overload).
+
+@dataclass(frozen=True)
+class WindowBinding:
+    """The single-window binding step's verdict on one draw.
+
+    Attributes:
+        least: U_min, the least peak utilisation any allocation reaches at the drawn rates.
+        risk_optimal: U*, the peak utilisation of the LP's allocation with capacity unbounded
+            (the risk-optimal screening, spread as evenly as its optimum allows).
+        scale: The common rate factor s = U* - τ (U* - U_min), or None when U* <= U_min.
+        capacity_loss: (V_inf - V) / |V_inf| at the scaled rates (V: the LP's value Σ P_θ u_θ),
+            or None when ``scale`` is None.
+        accepted: ``scale`` is set and ``capacity_loss >= MIN_CAPACITY_LOSS``.
+    """
+
+    least: float
+    risk_optimal: float
+    scale: float | None
+    capacity_loss: float | None
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the draw binds without overload (see the class docstring)."""
+        return self.capacity_loss is not None and self.capacity_loss >= MIN_CAPACITY_LOSS
+
+
+def _value(game: Game) -> float:
+    sol = solve_window_lp(game, None)
+    return float(game.attacker_prior @ sol.utility[0])
+
+
+def window_binding(game: Game, tightness: float) -> WindowBinding:
+    """Scale a single-window draw's rates so that capacity binds without overload, or reject it.
+
+    At the drawn rates, U_min is the least peak utilisation any allocation of the window's
+    passengers reaches and U* the peak utilisation of the LP's (unique) allocation when capacity
+    is unbounded. Scaling every rate by s divides both by s. Capacity binds without overload
+    exactly when U_min <= s < U*; the rule takes s = U* - τ (U* - U_min) with τ = ``tightness``
+    in (0, 1), then requires the LP to lose at least :data:`MIN_CAPACITY_LOSS` of its value to
+    capacity. A draw with U* <= U_min (its risk-optimal screening fits whatever the capacity, as
+    long as any screening fits) cannot bind and is rejected.
     """
     length = float(np.diff(window_edges(game, None))[0])
+    n = float(game.n_passengers)
+    capacity = game.rates * length
+    least = least_peak_utilisation(game, n, capacity)
     # Rates at which no resource can bind (each could screen every passenger of the day), yet
     # utilisations stay O(1) so that the pick's objective is far above the solver tolerances.
-    ample = max(1.0, game.n_passengers / float((game.rates * length).min())) * 1.01
+    ample = max(1.0, n / float(capacity.min())) * 1.01
     unbounded = dataclasses.replace(game, rates=game.rates * ample, key=None)
     sol = solve_window_lp(unbounded, None)
-    counts = sol.expected_counts[0]  # (C,)
-    team_load = counts @ sol.policy[0]  # (T,) expected passengers per team over the day
-    load = team_load @ game.team_members.astype(float)  # (R,)
-    peak = float((load / (game.rates * length)).max())
-    return min(1.0, peak / overload)
+    load = sol.expected_counts[0] @ sol.policy[0] @ game.team_members.astype(float)  # (R,)
+    risk_optimal = float((load / capacity).max())
+    if risk_optimal <= least * (1.0 + 1e-6):
+        return WindowBinding(least, risk_optimal, None, None)
+    scale = risk_optimal - tightness * (risk_optimal - least)
+    v_inf = float(unbounded.attacker_prior @ sol.utility[0])
+    v = _value(dataclasses.replace(game, rates=game.rates * scale, key=None))
+    return WindowBinding(least, risk_optimal, scale, (v_inf - v) / max(abs(v_inf), 1e-12))

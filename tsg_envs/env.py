@@ -182,11 +182,17 @@ class ScreeningEnv(gym.Env):
     import gymnasium as gym
     import tsg_envs  # registers the ids
 
-    env = gym.make("tsg/Screening-v0", instance_seed=3, queue_mode="sampled")
+    env = gym.make("tsg/Screening-v1", instance_seed=3, queue_mode="sampled")
     ```
 
     ## Version History
-    * v0: initial release.
+    * v1: every id. The single-window ids (``Window-*``) draw each instance seed until the single
+      window's capacity binds without overload (``GameConfig.window_tightness``; v0 needed the
+      LP's overload stretch on about half of instance seeds 0-99, or never bound, and its
+      polytopes then sat at the best reachable risk). The static LP's policy and ψ are now unique
+      (a strictly convex last stage): v0's ψ depended on HiGHS's path by up to 0.3% on
+      ``tsg/Screening-v1``'s instances, so every id's polytopes moved by that much.
+    * v0: initial release (retired).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}

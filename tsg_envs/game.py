@@ -41,7 +41,7 @@ __all__ = [
 
 #: ρ per horizon when ``GameConfig.capacity_ratio`` is None. The prototype's ρ = 2 gave the
 #: 60-minute-window LP mean waits of a few minutes and peaks of tens (SPEC §1). The window horizon
-#: uses the same ρ and then the binding step of ``GameConfig.window_bind_overload``.
+#: uses the same ρ and then the binding step of ``GameConfig.window_tightness``.
 DEFAULT_CAPACITY_RATIO: dict[str, float] = {"window": 2.0, "shift": 2.0, "day": 2.0}
 
 
@@ -78,16 +78,19 @@ class GameConfig:
         capacity_ratio: ρ in the rate calibration Σ_r f_r = ρ · team_size · N / L, where N is the
             day's number of passengers and L the length of the day (first possible to last
             possible arrival): the screening capacity is ρ times the mean load. None picks the
-            horizon's default, :data:`DEFAULT_CAPACITY_RATIO` (2.0 for shift and day; less for
-            the window horizon so that capacity binds over its single LP window). [ours]
-        window_bind_overload: Window horizon only (None: off). With mean-load rates alone the
-            single LP window rarely binds (on 10 instances at ρ = 2 it bound on 1; at ρ = 1.25 on
-            2, with LP waits near two hours), and an LP that does not bind screens everyone at
-            maximum detection, collapsing every polytope to a point. So after the ρ rule, all
-            rates are scaled down by a common factor, if needed, until the LP's unconstrained
-            optimum (every u_θ at its infinite-capacity value), allocated as evenly as it can
-            be, would need this peak utilisation: 1.25 means the risk-optimal screening would
-            overload its busiest resource by 25%, so capacity binds on every instance. [ours]
+            horizon's default, :data:`DEFAULT_CAPACITY_RATIO` (2.0 for every horizon; the window
+            horizon then rescales by ``window_tightness``). [ours]
+        window_tightness: Window horizon only (None: off); τ in (0, 1). With mean-load rates alone
+            the single LP window rarely binds, and an LP whose capacity does not bind screens
+            everyone at maximum detection, collapsing every polytope to a point; scaling rates
+            down far enough to bind can instead overload the window under any policy (the LP then
+            needs its overload stretch, again with ψ at the best reachable risk). So each draw is
+            checked: with U_min the least peak utilisation any allocation reaches and U* the peak
+            utilisation of the LP's allocation with capacity unbounded, rates are scaled by
+            s = U* - τ (U* - U_min), which binds without overload; a draw with U* <= U_min, or on
+            which the LP loses less than 1% of its value to capacity, is rejected and the seed
+            draws again (:func:`tsg_envs.calibration.window_binding`). τ = 0.5 puts capacity
+            halfway between the two. [ours]
         relative_rate_range: Each resource's share of capacity is drawn from U[lo, hi] and
             normalised. [ours]
         efficacy_range: e_{r,m} ~ U[lo, hi]. [paper: U[0, 1]]
@@ -110,7 +113,7 @@ class GameConfig:
     arrival_std: float = 45.0
     arrival_cutoff: float = 20.0
     capacity_ratio: float | None = None
-    window_bind_overload: float | None = 1.25
+    window_tightness: float | None = 0.5
     relative_rate_range: tuple[float, float] = (0.5, 1.5)
     efficacy_range: tuple[float, float] = (0.0, 1.0)
     loss_range: tuple[float, float] = (1.0, 10.0)
@@ -198,10 +201,10 @@ class GameConfig:
                 "capacity_ratio", self.capacity_ratio,
                 low=v.CAPACITY_RATIO_RANGE[0], high=v.CAPACITY_RATIO_RANGE[1],
             ))
-        if self.window_bind_overload is not None:
-            keep("window_bind_overload", v.check_real(
-                "window_bind_overload", self.window_bind_overload, low=0.0, low_open=True,
-                high=100.0,
+        if self.window_tightness is not None:
+            keep("window_tightness", v.check_real(
+                "window_tightness", self.window_tightness, low=0.0, high=1.0, low_open=True,
+                high_open=True,
             ))
         for name, low, high in (
             ("relative_rate_range", 0.0, None),

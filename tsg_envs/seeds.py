@@ -13,7 +13,7 @@ leaderboard days          ``2**31 + ...``        every leaderboard suite
 ========================  =====================  ==============================================
 
 Training of run seed 0 stays below the validation range for fewer than 5,000 days (about 4.7
-million steps of ``tsg/Screening-v0``); :func:`seed_ranges_overlap` checks a concrete plan.
+million steps of ``tsg/Screening-v1``); :func:`seed_ranges_overlap` checks a concrete plan.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ class DuelTableConfig:
         runs_dir: Where defender checkpoints go (a rerun resumes from them).
     """
 
-    env_id: str = "tsg/Screening-v0"
+    env_id: str = "tsg/Screening-v1"
     instance_seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     defenders: tuple[str, ...] = ("lp", "alpha-ddpg", "penalty-ddpg", "centre")

@@ -22,7 +22,7 @@ from baselines.evaluate import evaluate, evaluation_day_seeds
 def main() -> None:
     """Run the sweep."""
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--env", default="tsg/Screening-v0")
+    p.add_argument("--env", default="tsg/Screening-v1")
     p.add_argument("--instances", type=int, nargs="+", default=[0, 1])
     p.add_argument("--days", type=int, default=5)
     p.add_argument("--mus", type=float, nargs="+", default=[0, 0.1, 0.3, 1, 3, 10, 100])

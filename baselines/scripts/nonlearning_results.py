@@ -5,7 +5,7 @@ Usage::
     .venv/bin/python baselines/scripts/nonlearning_results.py [--instances 0 1 2 3 4] [--days 20]
 
 Evaluates lp, slack-lp, slack-guided, myopic and centre on ``--env`` (default
-``tsg/Screening-v0``) over the instances × days (seeds 10_000 + k) with
+``tsg/Screening-v1``) over the instances × days (seeds 10_000 + k) with
 :func:`baselines.evaluate.evaluate`, so every method faces the same arrival samples. Writes one
 row per episode to ``results/baselines_nonlearning.csv`` and one row per method to
 ``results/baselines_nonlearning_summary.csv``, and prints a Markdown table.
@@ -76,7 +76,7 @@ def bootstrap(
 def main() -> None:
     """Run the evaluation and write the CSVs."""
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--env", default="tsg/Screening-v0")
+    p.add_argument("--env", default="tsg/Screening-v1")
     p.add_argument("--instances", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--days", type=int, default=20)
     p.add_argument("--resamples", type=int, default=10_000)
