@@ -91,8 +91,8 @@ class OffPolicyConfig:
             (before softmax and projection), in [-1, 1] logit units.
         checkpoint_every: Save a checkpoint at the first day boundary after every this many steps.
         save_buffer: Also save the replay buffer in checkpoints (exact resume; large files).
-        eval_every: Evaluate the greedy policy on ``eval_days`` fixed days every this many steps
-            (the learning curve); 0 disables.
+        eval_every: Evaluate the greedy policy on ``eval_days`` fixed days every this many
+            gradient steps (the learning curve); 0 disables.
         eval_days: Days per curve point.
         threads: ``torch.set_num_threads`` during training.
         keep_best: Return (and save as ``best.pt``) the weights with the lowest learning-curve
@@ -117,7 +117,7 @@ class OffPolicyConfig:
     exploration_sigma: float = 0.1
     checkpoint_every: int = 20_000
     save_buffer: bool = False
-    eval_every: int = 5_000
+    eval_every: int = 2_000
     eval_days: int = 2
     threads: int = 1
     keep_best: bool = True
@@ -353,8 +353,10 @@ def git_commit() -> str:
 class CurveLog:
     """Append-only CSV of the learning curve under ``run.out/curve.csv``.
 
-    Columns: method, env_id, instance_seed, seed, commit, step, wall_s, eval_mean_wait,
-    eval_days, train_day_mean_wait, max_violation.
+    Columns: method, env_id, instance_seed, seed, commit, gradient_steps (mini-batches so far,
+    the budget's unit), step (environment steps so far), wall_s, eval_mean_wait, eval_days,
+    train_day_mean_wait, max_violation, actor_loss (mean over the gradient steps since the last
+    row, where the method reports one).
     """
 
     FIELDS = (
@@ -363,12 +365,14 @@ class CurveLog:
         "instance_seed",
         "seed",
         "commit",
+        "gradient_steps",
         "step",
         "wall_s",
         "eval_mean_wait",
         "eval_days",
         "train_day_mean_wait",
         "max_violation",
+        "actor_loss",
     )
 
     def __init__(self, path: Path, method: str, run: RunConfig) -> None:
@@ -470,11 +474,24 @@ class OffPolicyHooks:
 
 
 def progress_bar(run: RunConfig, initial: int) -> Any:
+    """A bar over the run's gradient steps (mini-batches), or None without progress."""
     if not run.progress:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=run.steps, initial=initial, desc=run.algo, unit="step", smoothing=0.05)
+    return tqdm(total=run.gradient_steps, initial=initial, desc=run.algo, unit="mini-batch",
+                smoothing=0.05)
+
+
+def _actor_loss_of(stats: Any) -> float | None:
+    loss = getattr(stats, "actor_loss", None)
+    if loss is None:
+        return None
+    loss = getattr(loss, "mean", loss)  # Tianshou may wrap it in a sequence summary
+    try:
+        return float(loss() if callable(loss) else loss)
+    except (TypeError, ValueError):
+        return None
 
 
 def train_off_policy(
@@ -485,14 +502,17 @@ def train_off_policy(
     eval_env: gym.Env,
     hooks: OffPolicyHooks,
 ) -> TorchAgent:
-    """Train ``hooks.algorithm`` for ``run.steps`` environment steps; checkpoint; resume.
+    """Train ``hooks.algorithm`` for ``run.gradient_steps`` mini-batches; checkpoint; resume.
 
     One training day is one episode reset with :func:`day_seed` (run seed, day index). Warm-up
     steps use ``hooks.warmup_action``; afterwards ``hooks.explore_action``; every stored action is
     the executed one. After warm-up ``cfg.updates_per_step`` gradient steps follow each
-    environment step (fractions accumulate). Checkpoints (``ckpt_<step>.pt``: networks and
-    optimisers, step and day counters, numpy and torch RNG states, optionally the buffer) are
-    written at the first day boundary after every ``cfg.checkpoint_every`` steps and at the end;
+    environment step (fractions accumulate), until the budget of gradient steps is spent (so a
+    run takes ``warmup_steps + gradient_steps / updates_per_step`` environment steps). The
+    learning curve is evaluated every ``cfg.eval_every`` gradient steps. Checkpoints
+    (``ckpt_<step>.pt``: networks and optimisers, step, gradient-step and day counters, numpy
+    and torch RNG states, optionally the buffer) are written at the first day boundary after
+    every ``cfg.checkpoint_every`` environment steps and at the end;
     a run whose ``run.out`` holds one resumes from it at the next day. The learning curve goes to
     ``run.out/curve.csv``.
 
@@ -506,15 +526,16 @@ def train_off_policy(
     policy = algorithm.policy
     out = Path(run.out)
     buffer = ReplayBuffer(cfg.buffer_size)
-    step, day, update_credit, wall_before = 0, 0, 0.0, 0.0
+    step, day, update_credit, wall_before, grad = 0, 0, 0.0, 0.0, 0
     best_eval = float("inf")
+    losses: list[float] = []
     ckpt = latest_checkpoint(out)
     if ckpt is not None:
         state = load_checkpoint(ckpt)
         if state["method"] != method:
             raise ValueError(f"{ckpt} holds a {state['method']} run, not {method}")
         algorithm.load_state_dict(state["algorithm"])
-        step, day = state["step"], state["day"]
+        step, day, grad = state["step"], state["day"], state["gradient_steps"]
         update_credit, wall_before = state["update_credit"], state["wall_s"]
         set_rng_state(rng, state["rng"])
         if state.get("buffer") is not None:
@@ -522,9 +543,9 @@ def train_off_policy(
         best_eval = state.get("best_eval", best_eval)
     curve = CurveLog(out / "curve.csv", method, run)
     agent = TorchAgent(hooks.greedy_act, method)
-    bar = progress_bar(run, step)
+    bar = progress_bar(run, grad)
     t0 = time.perf_counter() - wall_before
-    next_eval = (step // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
+    next_eval = (grad // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
     next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
 
     def payload(with_buffer: bool) -> dict[str, Any]:
@@ -532,6 +553,7 @@ def train_off_policy(
             "method": method,
             "config": dataclasses.asdict(cfg),
             "algorithm": algorithm.state_dict(),
+            "gradient_steps": grad,
             "step": step,
             "day": day,
             "update_credit": update_credit,
@@ -545,12 +567,15 @@ def train_off_policy(
         nonlocal best_eval
         ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
         curve.write(
+            gradient_steps=grad,
             step=step,
             wall_s=round(time.perf_counter() - t0, 2),
             eval_mean_wait=ev,
             eval_days=cfg.eval_days,
             max_violation=viol,
+            actor_loss=float(np.mean(losses)) if losses else "",
         )
+        losses.clear()
         if ev < best_eval:
             best_eval = ev
             save_best(out, payload(False))
@@ -560,7 +585,7 @@ def train_off_policy(
     if step == 0 and cfg.eval_every > 0:
         evaluate()
 
-    while step < run.steps:
+    while grad < run.gradient_steps:
         obs, info = env.reset(seed=day_seed(run.seed, day))
         day += 1
         done = False
@@ -591,24 +616,28 @@ def train_off_policy(
                 update_credit += cfg.updates_per_step
                 if update_credit >= 1.0 and len(buffer) >= cfg.batch_size:
                     with policy_within_training_step(policy):
-                        while update_credit >= 1.0:
-                            algorithm.update(buffer, cfg.batch_size)
+                        while update_credit >= 1.0 and grad < run.gradient_steps:
+                            loss = _actor_loss_of(algorithm.update(buffer, cfg.batch_size))
+                            if loss is not None:
+                                losses.append(loss)
                             update_credit -= 1.0
-            if bar is not None:
-                bar.update(1)
-            if next_eval is not None and step >= next_eval:
+                            grad += 1
+                            if bar is not None:
+                                bar.update(1)
+            if next_eval is not None and grad >= next_eval:
                 ev = evaluate()
                 if bar is not None:
                     bar.set_postfix(eval_wait=f"{ev:.2f}")
                 next_eval += cfg.eval_every
-            if step >= run.steps:
+            if grad >= run.gradient_steps:
                 break
         curve.write(
+            gradient_steps=grad,
             step=step,
             wall_s=round(time.perf_counter() - t0, 2),
             train_day_mean_wait=float(np.mean(day_waits)),
         )
-        if step >= next_ckpt or step >= run.steps:
+        if step >= next_ckpt or grad >= run.gradient_steps:
             save_checkpoint(out, step, payload(cfg.save_buffer))
             next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
     if bar is not None:

@@ -19,7 +19,12 @@ import gymnasium as gym
 
 from tsg_envs.rollout import Agent
 
-__all__ = ["RunConfig", "Method", "METHOD_MODULES", "get_method", "method_names"]
+__all__ = [
+    "PAPER_GRADIENT_STEPS", "RunConfig", "Method", "METHOD_MODULES", "get_method", "method_names",
+]
+
+#: The paper's training budget: 10,000 gradient steps (mini-batches; its figure 3 caption).
+PAPER_GRADIENT_STEPS = 10_000
 
 
 @dataclass(kw_only=True)
@@ -29,7 +34,10 @@ class RunConfig:
     Attributes:
         algo: Method name (a key of :data:`METHOD_MODULES`).
         env_id: Gymnasium id to train on.
-        steps: Environment steps of training (ignored by non-learning methods).
+        gradient_steps: Training budget in gradient steps (mini-batches), the paper's unit: its
+            "10,000 training steps" are 10,000 mini-batches (:data:`PAPER_GRADIENT_STEPS`). The
+            environment steps follow from the method's warm-up and updates per environment
+            step. Ignored by non-learning methods.
         seed: Seeds the networks, exploration and the training days.
         out: Directory for checkpoints, curves and the final evaluation.
         instance_seed: Which game instance of ``env_id``.
@@ -40,7 +48,7 @@ class RunConfig:
 
     algo: str
     env_id: str = "tsg/Screening-v1"
-    steps: int = 100_000
+    gradient_steps: int = PAPER_GRADIENT_STEPS
     seed: int = 0
     out: Path = Path("runs/default")
     instance_seed: int = 0

@@ -140,7 +140,7 @@ def bench_training(cfg: BenchConfig) -> list[dict[str, Any]]:
         }
         run = RunConfig(
             algo="alpha-ddpg",
-            steps=defaults.batch_size + cfg.grad_steps,
+            gradient_steps=cfg.grad_steps,
             seed=cfg.seed,
             out=tmp,
             env_kwargs={"n_flights": k},

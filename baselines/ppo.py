@@ -74,7 +74,7 @@ class PPOConfig:
         wait_scale: Minutes by which queue features are divided (``ObsScale``).
         beta: Logit scale β of the wrapper.
         checkpoint_every: Checkpoint at the first day boundary after every this many steps.
-        eval_every: Learning-curve evaluation period in steps (0 disables).
+        eval_every: Learning-curve evaluation period in gradient steps (0 disables).
         eval_days: Days per curve point.
         threads: ``torch.set_num_threads`` during training.
         keep_best: Return the weights with the lowest learning-curve evaluation (see
@@ -96,7 +96,7 @@ class PPOConfig:
     wait_scale: float = 10.0
     beta: float = DEFAULT_BETA
     checkpoint_every: int = 20_000
-    eval_every: int = 5_000
+    eval_every: int = 2_000
     eval_days: int = 2
     threads: int = 1
     keep_best: bool = True
@@ -163,8 +163,10 @@ def train(run: RunConfig) -> TorchAgent:
     )
     out = Path(run.out)
     buffer = ReplayBuffer(cfg.n_steps)
-    step, day, wall_before = 0, 0, 0.0
+    step, day, wall_before, grad = 0, 0, 0.0, 0
     best_eval = float("inf")
+    # Gradient steps (mini-batches) of one update: ``repeat`` passes over n_steps transitions.
+    per_update = cfg.repeat * -(-cfg.n_steps // cfg.batch_size)
     ckpt = latest_checkpoint(out)
     if ckpt is not None:
         state = load_checkpoint(ckpt)
@@ -172,13 +174,14 @@ def train(run: RunConfig) -> TorchAgent:
             raise ValueError(f"{ckpt} holds a {state['method']} run, not ppo")
         algorithm.load_state_dict(state["algorithm"])
         step, day, wall_before = state["step"], state["day"], state["wall_s"]
+        grad = state["gradient_steps"]
         set_rng_state(np.random.default_rng(), state["rng"])  # restores torch's RNG
         buffer = pickle.loads(state["buffer"])
         best_eval = state.get("best_eval", best_eval)
     curve = CurveLog(out / "curve.csv", "ppo", run)
-    bar = progress_bar(run, step)
+    bar = progress_bar(run, grad)
     t0 = time.perf_counter() - wall_before
-    next_eval = (step // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
+    next_eval = (grad // cfg.eval_every + 1) * cfg.eval_every if cfg.eval_every > 0 else None
     next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
 
     def payload() -> dict[str, Any]:
@@ -186,6 +189,7 @@ def train(run: RunConfig) -> TorchAgent:
             "method": "ppo",
             "config": dataclasses.asdict(cfg),
             "algorithm": algorithm.state_dict(),
+            "gradient_steps": grad,
             "step": step,
             "day": day,
             "wall_s": time.perf_counter() - t0,
@@ -198,6 +202,7 @@ def train(run: RunConfig) -> TorchAgent:
         nonlocal best_eval
         ev, viol = evaluate_mean_wait(eval_env, agent, cfg.eval_days)
         curve.write(
+            gradient_steps=grad,
             step=step,
             wall_s=round(time.perf_counter() - t0, 2),
             eval_mean_wait=ev,
@@ -210,7 +215,7 @@ def train(run: RunConfig) -> TorchAgent:
 
     if step == 0 and cfg.eval_every > 0:
         evaluate()
-    while step < run.steps:
+    while grad < run.gradient_steps:
         obs, info = env.reset(seed=day_seed(run.seed, day))
         day += 1
         done = False
@@ -238,19 +243,21 @@ def train(run: RunConfig) -> TorchAgent:
                 with policy_within_training_step(policy):
                     algorithm.update(buffer, batch_size=cfg.batch_size, repeat=cfg.repeat)
                 buffer.reset()
-            if bar is not None:
-                bar.update(1)
-            if next_eval is not None and step >= next_eval:
+                grad += per_update
+                if bar is not None:
+                    bar.update(per_update)
+            if next_eval is not None and grad >= next_eval:
                 evaluate()
                 next_eval += cfg.eval_every
-            if step >= run.steps:
+            if grad >= run.gradient_steps:
                 break
         curve.write(
+            gradient_steps=grad,
             step=step,
             wall_s=round(time.perf_counter() - t0, 2),
             train_day_mean_wait=float(np.mean(day_waits)),
         )
-        if step >= next_ckpt or step >= run.steps:
+        if step >= next_ckpt or grad >= run.gradient_steps:
             save_checkpoint(out, step, payload())
             next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
     if bar is not None:

@@ -4,7 +4,7 @@ Example::
 
     python -m baselines.train --algo slack-guided --env tsg/Screening-v1 --seed 0 \
         --out runs/sg0 --eval-days 5
-    python -m baselines.train --algo alpha-ddpg --steps 100000 --seed 1 --out runs/ddpg1 \
+    python -m baselines.train --algo alpha-ddpg --gradient-steps 10000 --seed 1 --out runs/ddpg1 \
         --set lr_actor=3e-4 --env-kwarg risk_slack=0.05
 
 Method names (``--algo``): alpha-ddpg, alpha-td3, penalty-ddpg, l2-ddpg, lp, slack-lp,
@@ -12,12 +12,12 @@ slack-guided, myopic, centre, sac, ppo (:data:`baselines.api.METHOD_MODULES`).
 
 What it does:
 
-1. ``get_method(algo).train(run)``: trains (learned methods; ``--steps`` environment steps on
-   training days seeded ``seed * 1_000_003 + k``) or solves (LP methods) on instance
-   ``--instance-seed`` of ``--env``, writing checkpoints under ``--out`` and resuming from the
-   last one there. ``--set KEY=VALUE`` overrides a field of the method's config dataclass;
-   ``--env-kwarg KEY=VALUE`` is passed to ``gym.make``. Values are Python literals
-   (``3e-4``, ``None``, ``[1, 2]``, ``'text'``); anything else is taken as a string.
+1. ``get_method(algo).train(run)``: trains (learned methods; ``--gradient-steps`` mini-batches,
+   10,000 by default as in the paper, on training days seeded ``seed * 1_000_003 + k``) or
+   solves (LP methods) on instance ``--instance-seed`` of ``--env``, writing checkpoints under
+   ``--out`` and resuming from the last one there. ``--set KEY=VALUE`` overrides a field of the
+   method's config dataclass; ``--env-kwarg KEY=VALUE`` is passed to ``gym.make``. Values are
+   Python literals (``3e-4``, ``None``, ``[1, 2]``, ``'text'``); anything else is a string.
 2. Evaluates the returned agent on ``--eval-days`` days seeded ``--eval-seed + k`` (default
    10_000 + k, disjoint from training days; see :mod:`baselines.evaluate`), next to the static
    LP and the slack-guided LP on the same arrival samples.
@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.api import RunConfig, get_method, method_names
+from baselines.api import PAPER_GRADIENT_STEPS, RunConfig, get_method, method_names
 from baselines.evaluate import (
     EVAL_SEED_BASE,
     evaluate,
@@ -91,9 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--algo", required=True, choices=method_names(), help="method name")
     p.add_argument("--env", default="tsg/Screening-v1", help="Gymnasium id (default %(default)s)")
-    p.add_argument("--steps", type=int, default=100_000,
-                   help="training environment steps; ignored by non-learning methods "
-                   "(default %(default)s)")
+    p.add_argument("--gradient-steps", type=int, default=PAPER_GRADIENT_STEPS,
+                   help="training budget in gradient steps (mini-batches; the paper's budget is "
+                   "10,000); ignored by non-learning methods (default %(default)s)")
     p.add_argument("--seed", type=int, default=0,
                    help="seeds networks, exploration and training days (default %(default)s)")
     p.add_argument("--out", type=Path, default=None,
@@ -118,7 +118,7 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         algo=args.algo,
         env_id=args.env,
-        steps=args.steps,
+        gradient_steps=args.gradient_steps,
         seed=args.seed,
         out=Path(out),
         instance_seed=args.instance_seed,
@@ -134,8 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.eval_days < 1:
         parser.error("--eval-days must be >= 1")
-    if args.steps < 0:
-        parser.error("--steps must be >= 0")
+    if args.gradient_steps < 0:
+        parser.error("--gradient-steps must be >= 0")
     try:
         run = run_config_from_args(args)
     except ValueError as err:
@@ -144,7 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     eval_seeds = evaluation_day_seeds(args.eval_days, args.eval_seed)
     if method.learned:
         n_passengers = run.make_env().unwrapped.game.n_passengers
-        n_train_days = -(-run.steps // max(n_passengers, 1)) + 1
+        # An upper bound on training days: every method takes at most 100 environment steps per
+        # gradient step (PPO: 2,048 per 80) plus a warm-up of a few thousand.
+        env_steps = 100 * run.gradient_steps + 10_000
+        n_train_days = -(-env_steps // max(n_passengers, 1)) + 1
         if seed_ranges_overlap(run.seed, n_train_days, eval_seeds):
             warnings.warn(
                 f"training days of seed {run.seed} may reuse evaluation seeds {eval_seeds[0]}.."
@@ -171,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "env_id": run.env_id,
         "instance_seed": run.instance_seed,
         "seed": run.seed,
-        "steps": run.steps if method.learned else 0,
+        "gradient_steps": run.gradient_steps if method.learned else 0,
         "learned": method.learned,
         "hparams": jsonable(run.hparams),
         "eval_seeds": eval_seeds,

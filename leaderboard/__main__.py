@@ -89,7 +89,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             source=agent,
             checkpoint=args.checkpoint,
             name=args.name,
-            train_steps=args.train_steps,
+            train_gradient_steps=args.train_gradient_steps,
         )
         doc = evaluate_submission(
             spec, suite, workers=args.workers, progress=not args.no_progress, reps=args.reps
@@ -143,8 +143,8 @@ def _cmd_suites(args: argparse.Namespace) -> int:
     for s in SUITES.values():
         print(
             f"{s.name:<6} {s.digest()}  {len(s.units)} units x {len(s.arrival_seeds)} days, "
-            f"risk probe {s.risk_max_states} states/unit, train {s.train_steps} steps: "
-            f"{s.description}"
+            f"risk probe {s.risk_max_states} states/unit, "
+            f"train {s.train_gradient_steps} gradient steps: {s.description}"
         )
     print(f"(arrival seeds start at {EVAL_SEED_BASE}; training must use seeds below it)")
     return 0
@@ -198,10 +198,11 @@ def main(argv: list[str] | None = None) -> int:
         help="checkpoint of a learned baseline; may hold {env} and {instance} to pick one per unit",
     )
     ev.add_argument(
-        "--train-steps",
+        "--train-gradient-steps",
         type=int,
         default=None,
-        help="training budget of a learned baseline without checkpoint (default: the suite's)",
+        help="training budget of a learned baseline without checkpoint, in gradient steps "
+        "(mini-batches; default: the suite's)",
     )
     ev.add_argument("--name", default=None, help="row label (default: NAME or the file stem)")
     ev.add_argument("--force", action="store_true", help="replace a different existing result")

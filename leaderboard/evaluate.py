@@ -213,7 +213,7 @@ def evaluate_unit(
             env_id=env_id,
             instance_seed=int(instance_seed),
             env_kwargs=kwargs,
-            train_steps=suite.train_steps,
+            train_gradient_steps=suite.train_gradient_steps,
         )
         agent = GuardedAgent(raw, n_teams)
     except SubmissionError as err:
@@ -302,7 +302,7 @@ def evaluate_submission(
             "kind": "file" if spec.is_file else "baseline",
             "source": spec.source,
             "checkpoint": spec.checkpoint,
-            "train_steps": spec.train_steps,
+            "train_gradient_steps": spec.train_gradient_steps,
             "description": "",
             "fingerprint": "",
             "learned": None,

@@ -12,10 +12,11 @@ runtime of the full protocol, measured and extrapolated).
 2. **Delay vs risk**: mean wait against the risk allowance ψ = s · ψ^LP (the ratio of ψ_θ
    across θ kept, as in the paper), s from 1.01 up, on the 10-flight window; also as a fraction
    of the same agent's wait at the smallest allowance (the paper's y axis).
-3. **Scalability**: the training curve and the wall time to 10,000 training steps against the
-   number of flights, read from the baselines' logs (``results/curves/**/curve.csv`` written by
-   ``baselines`` training runs, or ``results/bench*``); when none are found the figure says
-   so and its CSV has ``status=missing``.
+3. **Scalability**: the training curve and the wall time to 10,000 gradient steps (the paper's
+   mini-batches) against the number of flights, read from the baselines' logs
+   (``results/curves/**/curve.csv`` written by ``baselines`` training runs, or
+   ``results/bench*``); when none are found the figure says so and its CSV has
+   ``status=missing``.
 4. **Delay vs variance**: the delay ratio against the arrival spread 2σ (hours), 10-flight
    window.
 
@@ -478,7 +479,11 @@ def _log_files(dirs: tuple[str, ...]) -> list[Path]:
 
 
 def _read_curves(files: list[Path]) -> list[dict[str, Any]]:
-    """Rows of the baselines' learning-curve CSVs (``step``, ``wall_s``, ``eval_mean_wait``)."""
+    """Rows of the baselines' learning-curve CSVs with a ``gradient_steps`` column.
+
+    Curves written before the budget was counted in gradient steps (only ``step``, environment
+    steps) are skipped: their x axis is not the paper's mini-batches.
+    """
     rows = []
     for path in files:
         if path.suffix != ".csv":
@@ -486,7 +491,7 @@ def _read_curves(files: list[Path]) -> list[dict[str, Any]]:
         try:
             with path.open() as f:
                 for r in csv.DictReader(f):
-                    if "step" in r and "wall_s" in r:
+                    if r.get("gradient_steps") not in (None, "") and "wall_s" in r:
                         r["_file"] = str(path)
                         rows.append(r)
         except (OSError, csv.Error, UnicodeDecodeError):
@@ -542,7 +547,7 @@ def _experiment_training(cfg: PaperConfig, out: Path) -> dict:
         runs.setdefault((r.get("env_id", "?"), r["_file"]), []).append(r)
     per_flights: dict[int, list[float]] = {}
     for (env_id, fname), rs in sorted(runs.items()):
-        steps = np.array([float(r["step"]) for r in rs])
+        steps = np.array([float(r["gradient_steps"]) for r in rs])
         wall = np.array([float(r["wall_s"]) for r in rs])
         order = np.argsort(steps)
         evals = [
@@ -586,7 +591,7 @@ def _experiment_training(cfg: PaperConfig, out: Path) -> dict:
             }
         )
     if runs:
-        a1.set_xlabel("training steps")
+        a1.set_xlabel("gradient steps (mini-batches)")
         a1.set_ylabel("evaluation mean wait, minutes")
         a1.axvline(target, color="black", ls=":", lw=1, label="paper: converged by 10,000")
         a1.legend(fontsize=6)
@@ -615,12 +620,12 @@ def _experiment_training(cfg: PaperConfig, out: Path) -> dict:
         )
     if per_flights or bench:
         a2.set_xlabel("flights")
-        a2.set_ylabel("wall time to 10,000 steps, s")
+        a2.set_ylabel("wall time to 10,000 gradient steps, s")
         a2.legend(fontsize=7)
         if len({s["flights"] for s in summary if s["status"] == "ok"}) < 2:
             a2.set_title("only one flight count logged: run python -m baselines.bench", fontsize=8)
     else:
-        msg = "missing: no run reached 10,000 steps and no bench output\n" + hint
+        msg = "missing: no run reached 10,000 gradient steps and no bench output\n" + hint
         a2.text(
             0.5, 0.5, msg, ha="center", va="center", fontsize=7, transform=a2.transAxes, wrap=True
         )

@@ -113,10 +113,10 @@ def _training(doc: dict[str, Any]) -> str:
     if sub.get("checkpoint"):
         return "checkpoint"
     if sub.get("learned"):
-        steps = sub.get("train_steps") or doc["suite"]["definition"].get("train_steps")
-        # Environment steps (today's learned baselines: 2,000 warm-up steps, then 0.5
-        # gradient steps per environment step), not the paper's mini-batches.
-        return f"{steps:,} env steps / instance"
+        steps = (sub.get("train_gradient_steps")
+                 or doc["suite"]["definition"].get("train_gradient_steps"))
+        # Gradient steps (mini-batches), the paper's unit: its budget is 10,000 of them.
+        return f"{steps:,} gradient steps / instance"
     return "file" if sub["kind"] == "file" else "none (solved)"
 
 

@@ -165,7 +165,7 @@ SCHEMA: dict[str, Any] = {
                 "kind": {"enum": ["file", "baseline"]},
                 "source": {"type": "string"},
                 "checkpoint": {"type": ["string", "null"]},
-                "train_steps": {"type": ["integer", "null"]},
+                "train_gradient_steps": {"type": ["integer", "null"]},
                 "description": {"type": "string"},
                 "fingerprint": {"type": "string"},
                 "learned": {"type": ["boolean", "null"]},

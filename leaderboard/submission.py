@@ -12,7 +12,7 @@ checkpoint path. The path may contain the placeholders ``{env}`` (the id with ``
 by ``_``) and ``{instance}`` to pick one checkpoint per unit, e.g.
 ``runs/alpha-ddpg/{env}/i{instance}/final.pt``; it is loaded with ``Method.load(path, env)``.
 Without a checkpoint, ``Method.train`` runs once per unit: non-learning methods solve their
-programs, learned ones train for the suite's ``train_steps`` (seed 0, in a temporary
+programs, learned ones train for the suite's ``train_gradient_steps`` (seed 0, in a temporary
 directory, so nothing resumes from an earlier run).
 
 Nothing here runs a submission's code at import of this module. :func:`load_submission` raises
@@ -68,13 +68,13 @@ class SubmissionSpec:
         source: A path to a ``.py`` file, or a baseline method name.
         checkpoint: For a baseline name: checkpoint path (may hold ``{env}``, ``{instance}``).
         name: Row label override (default: the file's ``NAME``, or the method name).
-        train_steps: Override of the suite's training budget for a learned baseline.
+        train_gradient_steps: Override of the suite's training budget for a learned baseline.
     """
 
     source: str
     checkpoint: str | None = None
     name: str | None = None
-    train_steps: int | None = None
+    train_gradient_steps: int | None = None
 
     @property
     def is_file(self) -> bool:
@@ -93,7 +93,7 @@ class LoadedSubmission:
         description: One line (from the file's ``DESCRIPTION`` or the method's).
         fingerprint: sha256 of the file's bytes, or of the name, checkpoint bytes and budget.
         learned: Whether it is a learned baseline (None for files: unknown).
-        make_agent: ``make_agent(env, env_id, instance_seed, env_kwargs, train_steps)``.
+        make_agent: ``make_agent(env, env_id, instance_seed, env_kwargs, train_gradient_steps)``.
     """
 
     spec: SubmissionSpec
@@ -111,7 +111,7 @@ class LoadedSubmission:
             "kind": self.kind,
             "source": self.spec.source,
             "checkpoint": self.spec.checkpoint,
-            "train_steps": self.spec.train_steps,
+            "train_gradient_steps": self.spec.train_gradient_steps,
             "description": self.description,
             "fingerprint": self.fingerprint,
             "learned": self.learned,
@@ -174,7 +174,7 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
         method = get_method(spec.source)
     except (Exception, SystemExit) as err:
         raise SubmissionError(describe_exception(f"import of {spec.source} failed", err)) from err
-    h = hashlib.sha256(f"baseline:{spec.source}:{spec.train_steps}".encode())
+    h = hashlib.sha256(f"baseline:{spec.source}:{spec.train_gradient_steps}".encode())
     if spec.checkpoint is not None:
         h.update(spec.checkpoint.encode())
         if "{" not in spec.checkpoint:
@@ -190,7 +190,7 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
         env_id: str,
         instance_seed: int,
         env_kwargs: dict[str, Any],
-        train_steps: int,
+        train_gradient_steps: int,
     ) -> Any:
         if spec.checkpoint is not None:
             path = _checkpoint_path(spec.checkpoint, env_id, instance_seed)
@@ -199,12 +199,13 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
             return method.load(path, env)
         from baselines.api import RunConfig
 
-        steps = spec.train_steps if spec.train_steps is not None else train_steps
+        steps = (spec.train_gradient_steps if spec.train_gradient_steps is not None
+                 else train_gradient_steps)
         with tempfile.TemporaryDirectory(prefix="tsg-lb-") as tmp:
             run = RunConfig(
                 algo=spec.source,
                 env_id=env_id,
-                steps=int(steps),
+                gradient_steps=int(steps),
                 seed=0,
                 out=Path(tmp),
                 instance_seed=int(instance_seed),

@@ -34,7 +34,7 @@ __all__ = ["EVAL_SEED_BASE", "PROTOCOL_VERSION", "Suite", "SUITES", "get_suite"]
 EVAL_SEED_BASE: int = LEADERBOARD_SEED_BASE
 
 #: Version of the evaluation protocol (what is measured and how); part of every suite hash.
-PROTOCOL_VERSION: int = 1
+PROTOCOL_VERSION: int = 2
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,9 @@ class Suite:
             day of the first arrival seed); None probes every state. A subsample keeps slow
             agents affordable on large ids: probing every state asks ``act`` |C| times per
             passenger.
-        train_steps: Training budget of a learned baseline submitted by name without a
-            checkpoint (one short run per unit); non-learning baselines ignore it.
+        train_gradient_steps: Training budget, in gradient steps (mini-batches; the paper's
+            budget is 10,000), of a learned baseline submitted by name without a checkpoint (one
+            run per unit); non-learning baselines ignore it.
         env_kwargs: Extra ``gym.make`` kwargs for every id, as sorted (key, value) pairs.
     """
 
@@ -63,7 +64,7 @@ class Suite:
     instance_seeds: tuple[int, ...]
     arrival_seeds: tuple[int, ...]
     risk_max_states: int | None = 100
-    train_steps: int = 10_000
+    train_gradient_steps: int = 10_000
     env_kwargs: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -122,19 +123,19 @@ SUITES: dict[str, Suite] = {
             instance_seeds=(0,),
             arrival_seeds=_days(2),
             risk_max_states=10,
-            train_steps=200,
+            train_gradient_steps=200,
         ),
         Suite(
             name="demo",
             description=(
                 "the README's main command: the default environment, 1 instance x 3 days, "
-                "10,000 training steps"
+                "the paper's budget of 10,000 gradient steps (mini-batches)"
             ),
             env_ids=("tsg/Screening-v1",),
             instance_seeds=(0,),
             arrival_seeds=_days(3),
             risk_max_states=50,
-            train_steps=10_000,
+            train_gradient_steps=10_000,
         ),
         Suite(
             name="quick",
@@ -146,7 +147,7 @@ SUITES: dict[str, Suite] = {
             instance_seeds=(0, 1, 2),
             arrival_seeds=_days(5),
             risk_max_states=100,
-            train_steps=10_000,
+            train_gradient_steps=10_000,
         ),
         Suite(
             name="full",
@@ -168,7 +169,7 @@ SUITES: dict[str, Suite] = {
             instance_seeds=tuple(range(10)),
             arrival_seeds=_days(20),
             risk_max_states=200,
-            train_steps=20_000,
+            train_gradient_steps=20_000,
         ),
     )
 }

@@ -18,6 +18,14 @@ ENV_ID = "tsg/Screening-Window-5F-v1"  # 450 passengers, one LP window: a fast d
 NON_LEARNING = ["lp", "slack-lp", "slack-guided", "myopic", "centre"]
 LEARNED = [name for name in METHOD_MODULES if name not in NON_LEARNING]
 ROOT = Path(__file__).resolve().parents[1]
+#: A tiny budget per learned method: a few gradient steps after a short warm-up.
+TINY_BUDGET = {
+    "ppo": ["--gradient-steps", "2", "--set", "n_steps=128", "--set", "batch_size=64",
+            "--set", "repeat=1"],
+    "l2-ddpg": ["--gradient-steps", "2", "--set", "warmup_steps=100", "--set", "batch_size=4"],
+}
+OFF_POLICY_TINY = ["--gradient-steps", "20", "--set", "warmup_steps=100",
+                   "--set", "batch_size=32"]
 
 
 def _require(name: str) -> None:
@@ -40,7 +48,8 @@ def _run(name: str, out: Path, *extra: str, capsys=None) -> tuple[dict, str]:
 @pytest.mark.parametrize("name", NON_LEARNING + LEARNED)
 def test_tiny_budget_run_of_every_method(name, tmp_path: Path, capsys):
     _require(name)
-    record, text = _run(name, tmp_path, "--steps", "300", capsys=capsys)
+    budget = TINY_BUDGET.get(name, OFF_POLICY_TINY) if name in LEARNED else []
+    record, text = _run(name, tmp_path, *budget, capsys=capsys)
     s = record["summary"]
     assert record["algo"] == name and record["env_id"] == ENV_ID
     assert record["eval_seeds"] == [10_000]

@@ -39,7 +39,7 @@ TINY = Suite(
     instance_seeds=(0,),
     arrival_seeds=(EVAL_SEED_BASE, EVAL_SEED_BASE + 1),
     risk_max_states=5,
-    train_steps=10,
+    train_gradient_steps=10,
 )
 
 CENTRE = """

@@ -31,7 +31,7 @@ TINY = Suite(
     instance_seeds=(0,),
     arrival_seeds=(EVAL_SEED_BASE,),
     risk_max_states=3,
-    train_steps=10,
+    train_gradient_steps=10,
 )
 
 ONEHOT = """

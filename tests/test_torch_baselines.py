@@ -96,27 +96,34 @@ def test_td3_target_smoothing_is_reprojected(env: gym.Env) -> None:
     assert (act - greedy).abs().max().item() > 0.05
 
 
-def _run(tmp_path: Path, algo: str, steps: int, **hp: object) -> RunConfig:
+def _run(tmp_path: Path, algo: str, gradient_steps: int, **hp: object) -> RunConfig:
     return RunConfig(
-        algo=algo, steps=steps, seed=3, out=tmp_path / algo, progress=False, hparams={**TINY, **hp}
+        algo=algo, gradient_steps=gradient_steps, seed=3, out=tmp_path / algo, progress=False,
+        hparams={**TINY, **hp},
     )
 
 
+OFF = dict(warmup_steps=100, batch_size=32)  # 0.5 gradient steps per environment step
+#: algo -> (gradient steps, hparams, environment steps that budget takes, worked by hand).
 SMOKE = {
-    "alpha-ddpg": dict(warmup_steps=100, batch_size=32),
-    "alpha-td3": dict(warmup_steps=100, batch_size=32),
-    "penalty-ddpg": dict(warmup_steps=100, batch_size=32),
-    "sac": dict(warmup_steps=100, batch_size=32),
-    "ppo": dict(n_steps=128, batch_size=64, repeat=1),
+    "alpha-ddpg": (75, OFF, 100 + 75 * 2),
+    "alpha-td3": (75, OFF, 100 + 75 * 2),
+    "penalty-ddpg": (75, OFF, 100 + 75 * 2),
+    "sac": (75, OFF, 100 + 75 * 2),
+    # one update = repeat x ceil(n_steps / batch_size) = 1 x 2 mini-batches per 128 steps
+    "ppo": (4, dict(n_steps=128, batch_size=64, repeat=1), 2 * 128),
 }
 
 
 @pytest.mark.parametrize("algo", list(SMOKE))
 def test_smoke_train_and_load(tmp_path: Path, env: gym.Env, algo: str) -> None:
-    run = _run(tmp_path, algo, 250, **SMOKE[algo])
+    budget, hp, env_steps = SMOKE[algo]
+    run = _run(tmp_path, algo, budget, **hp)
     agent = get_method(algo).train(run)
     ckpt = latest_checkpoint(run.out)
-    assert ckpt is not None and load_checkpoint(ckpt)["step"] == 250
+    assert ckpt is not None
+    state = load_checkpoint(ckpt)
+    assert (state["gradient_steps"], state["step"]) == (budget, env_steps)
     assert (run.out / "curve.csv").exists()
     loaded = get_method(algo).load(ckpt, env)
     obs = _random_obs(env, np.random.default_rng(5), 50)
@@ -132,21 +139,24 @@ def test_smoke_train_and_load(tmp_path: Path, env: gym.Env, algo: str) -> None:
 
 @pytest.mark.skipif(not HAS_CVXPYLAYERS, reason="needs the l2 extra (cvxpylayers)")
 def test_smoke_l2_ddpg(tmp_path: Path, env: gym.Env) -> None:
-    run = _run(tmp_path, "l2-ddpg", 120, warmup_steps=100, batch_size=4, updates_per_step=0.25)
+    run = _run(tmp_path, "l2-ddpg", 5, warmup_steps=100, batch_size=4, updates_per_step=0.25)
     agent = get_method("l2-ddpg").train(run)
     obs = _random_obs(env, np.random.default_rng(6), 8)
     _assert_feasible(env, obs, np.stack([agent.act(o, {}) for o in obs]))
 
 
 def test_resume_is_exact_and_deterministic(tmp_path: Path, env: gym.Env) -> None:
-    hp = dict(warmup_steps=800, batch_size=32, checkpoint_every=500, save_buffer=True)
-    # one run of two days (checkpoints after day 1 at step 937 and at the end)
-    full = _run(tmp_path / "full", "alpha-ddpg", 1000, **hp)
+    hp = dict(warmup_steps=800, batch_size=32, checkpoint_every=500, save_buffer=True,
+              updates_per_step=1.0)
+    # one run of two days: 200 gradient steps after 800 warm-up steps end at environment step
+    # 1000 (checkpoints after day 1 at step 937 and at the end)
+    full = _run(tmp_path / "full", "alpha-ddpg", 200, **hp)
     get_method("alpha-ddpg").train(full)
-    # the same run stopped after day 1, then resumed to 1000 steps
-    part = _run(tmp_path / "part", "alpha-ddpg", 937, **hp)
+    # the same run stopped after day 1 (137 gradient steps: environment step 937), then resumed
+    part = _run(tmp_path / "part", "alpha-ddpg", 137, **hp)
     get_method("alpha-ddpg").train(part)
-    part.steps = 1000
+    assert load_checkpoint(latest_checkpoint(part.out))["step"] == 937
+    part.gradient_steps = 200
     get_method("alpha-ddpg").train(part)
     full_state = load_checkpoint(latest_checkpoint(full.out))
     a = full_state["algorithm"]
@@ -164,7 +174,8 @@ def test_resume_is_exact_and_deterministic(tmp_path: Path, env: gym.Env) -> None
 @pytest.mark.slow
 def test_alpha_ddpg_beats_the_centre_policy(tmp_path: Path, env: gym.Env) -> None:
     # the default config (keep_best on the validation days); about 3-6 minutes on 2 cores
-    run = RunConfig(algo="alpha-ddpg", steps=10_000, seed=0, out=tmp_path / "a", progress=False)
+    run = RunConfig(algo="alpha-ddpg", gradient_steps=10_000, seed=0, out=tmp_path / "a",
+                    progress=False)
     agent = get_method("alpha-ddpg").train(run)
     seeds = [2**31 + i for i in range(3)]
     learned = np.mean([rollout(env, agent, seed=s).mean_wait for s in seeds])

@@ -90,7 +90,7 @@ class DuelTableConfig:
         env_kwargs: Extra ``gym.make``/duel kwargs (e.g. a ``config`` for tiny smoke runs).
         defenders: Method names (:data:`baselines.api.METHOD_MODULES`).
         days: Evaluation days (probed and played).
-        ddpg_steps: Training steps of the learned defenders.
+        ddpg_steps: Training budget of the learned defenders, in gradient steps.
         dqn_steps: Training transitions of each DQN attacker.
         dqn_attackers_per_day: Attackers per simulated training day of the DQN.
         seed: Seeds the defenders' and attackers' training.
@@ -118,7 +118,7 @@ def _defender_row(cfg: DuelTableConfig, name: str, commit: str) -> dict[str, Any
     run = RunConfig(
         algo=name,
         env_id=cfg.env_id,
-        steps=cfg.ddpg_steps,
+        gradient_steps=cfg.ddpg_steps,
         seed=cfg.seed,
         out=cfg.runs_dir / name,
         instance_seed=cfg.instance_seed,
@@ -157,7 +157,8 @@ def _defender_row(cfg: DuelTableConfig, name: str, commit: str) -> dict[str, Any
     learned = attacker_gain(dqn, defender, days, best=best, **duel_kwargs)
     return {
         "defender": name,
-        "training": f"{cfg.ddpg_steps} steps" if method.learned else "none (solved/fixed)",
+        "training": (f"{cfg.ddpg_steps} gradient steps" if method.learned
+                     else "none (solved/fixed)"),
         "invalid_action": mode,
         "env_id": cfg.env_id,
         "instance_seed": cfg.instance_seed,
