@@ -85,6 +85,11 @@ class OffPolicyConfig:
         warmup_steps: Environment steps with feasible random actions before learning starts.
         updates_per_step: Gradient steps per environment step after warm-up.
         reward_scale: Multiplies rewards (minus minutes of wait) before they are stored.
+        reward_centering: Store r - r̄ instead of r, with r̄ a running mean of the rewards
+            (Naik et al., "Reward Centering", RLC 2024): with γ near 1 this approximates the
+            average-reward objective, the paper's undiscounted mean wait per passenger, without
+            the value scale growing as 1 / (1 - γ).
+        centering_rate: Step size of the running mean r̄ (per environment step).
         wait_scale: Minutes by which queue features of the observation are divided.
         beta: Logit scale β of the softmax (as ``SoftmaxAlphaProjection``).
         exploration_sigma: Std of the Gaussian exploration noise on the actor's tanh logits
@@ -112,6 +117,8 @@ class OffPolicyConfig:
     warmup_steps: int = 2_000
     updates_per_step: float = 0.5
     reward_scale: float = 0.1
+    reward_centering: bool = False
+    centering_rate: float = 1e-3
     wait_scale: float = 10.0
     beta: float = DEFAULT_BETA
     exploration_sigma: float = 0.1
@@ -527,6 +534,7 @@ def train_off_policy(
     out = Path(run.out)
     buffer = ReplayBuffer(cfg.buffer_size)
     step, day, update_credit, wall_before, grad = 0, 0, 0.0, 0.0, 0
+    mean_reward = 0.0  # r̄ of reward centering
     best_eval = float("inf")
     losses: list[float] = []
     ckpt = latest_checkpoint(out)
@@ -536,6 +544,7 @@ def train_off_policy(
             raise ValueError(f"{ckpt} holds a {state['method']} run, not {method}")
         algorithm.load_state_dict(state["algorithm"])
         step, day, grad = state["step"], state["day"], state["gradient_steps"]
+        mean_reward = state.get("mean_reward", 0.0)
         update_credit, wall_before = state["update_credit"], state["wall_s"]
         set_rng_state(rng, state["rng"])
         if state.get("buffer") is not None:
@@ -556,6 +565,7 @@ def train_off_policy(
             "gradient_steps": grad,
             "step": step,
             "day": day,
+            "mean_reward": mean_reward,
             "update_credit": update_credit,
             "wall_s": time.perf_counter() - t0,
             "rng": rng_state(rng),
@@ -599,11 +609,15 @@ def train_off_policy(
             obs_next, rew, terminated, truncated, info = env.step(act)
             done = terminated or truncated
             day_waits.append(info["wait"])
+            stored = cfg.reward_scale * rew
+            if cfg.reward_centering:
+                mean_reward += cfg.centering_rate * (stored - mean_reward)
+                stored -= mean_reward
             buffer.add(
                 Batch(
                     obs=obs,
                     act=act,
-                    rew=cfg.reward_scale * rew,
+                    rew=stored,
                     terminated=terminated,
                     truncated=truncated,
                     obs_next=obs_next,
