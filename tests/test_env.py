@@ -473,3 +473,18 @@ def test_docstring_arguments_table_matches_the_signature() -> None:
     documented = set(re.findall(r"^\s*\| ``([a-z_]+)`` \|", table, flags=re.M))
     params = set(inspect.signature(ScreeningEnv.__init__).parameters) - {"self"}
     assert documented == params
+
+
+def test_family_report_row_and_table() -> None:
+    # One single-window instance: the binding verdict holds (no stretch, >= 1% capacity loss,
+    # U_min / s <= 1 < U* / s) and the table aggregates it.
+    from tsg_envs import family
+
+    row = family.family_row("tsg/Screening-Window-5F-v1", 0, days=1)
+    assert row.draws >= 1 and row.stretch == 1.0 and row.capacity_loss >= 0.01
+    assert row.least / row.scale <= 1.0 < row.risk_optimal / row.scale
+    assert row.lp_mean_wait > 0 and 0 < row.radius_min <= row.radius_median
+    text = family.format_family([row])
+    assert "| `tsg/Screening-Window-5F-v1` | 1 (seeds 0-0) |" in text
+    with pytest.raises(ValueError, match="single-window"):
+        family.family_row("tsg/Screening-v1", 0, days=1)
