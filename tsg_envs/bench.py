@@ -554,6 +554,91 @@ def format_harness(rows: list[HarnessSpeed], protocol_hours: float | None = None
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class LPAgreement:
+    """How far one instance's LP policy moves with the solver path and with a reordering.
+
+    Attributes:
+        family: The game family (``"window-10F"``, ``"shift-10F"``, ...).
+        instance_seed: The instance.
+        path_policy: Largest |π - π_default| over the HiGHS paths (simplex, interior point,
+            each with presolve on and off).
+        path_psi: Largest |ψ - ψ_default| over those paths.
+        perm_policy: Largest |π(permuted game) - permuted π| for one random reordering of
+            resources, teams, flights, levels and methods at once.
+        perm_psi: The same for ψ.
+    """
+
+    family: str
+    instance_seed: int
+    path_policy: float
+    path_psi: float
+    perm_policy: float
+    perm_psi: float
+
+
+#: Game families of :func:`lp_agreement`: label -> (config, LP window minutes).
+LP_FAMILIES: dict[str, tuple[GameConfig, float | None]] = {
+    "window-10F": (GameConfig(horizon="window", n_flights=10), None),
+    "window-20F": (GameConfig(horizon="window", n_flights=20), None),
+    "shift-10F": (GameConfig(), 60.0),
+    "day-20F": (GameConfig(horizon="day", n_flights=20), 60.0),
+}
+
+
+def lp_agreement(seeds: range | tuple[int, ...] = range(20)) -> list[LPAgreement]:
+    """:class:`LPAgreement` for every family of :data:`LP_FAMILIES` and seed."""
+    from tsg_envs.lp import SolverPath
+
+    rows = []
+    for label, (config, minutes) in LP_FAMILIES.items():
+        for seed in seeds:
+            game = make_game(config, seed)
+            ref = solve_window_lp(game, minutes)
+            dp = dpsi = 0.0
+            for solver in ("simplex", "ipm"):
+                for presolve in (True, False):
+                    sol = solve_window_lp(game, minutes, path=SolverPath(solver, presolve))
+                    dp = max(dp, float(np.abs(sol.policy - ref.policy).max()))
+                    dpsi = max(dpsi, float(np.abs(sol.psi - ref.psi).max()))
+            rng = np.random.default_rng(seed)
+            tp, rp, fp = (rng.permutation(n)
+                          for n in (game.n_teams, game.n_resources, game.n_flights))
+            lv, mp = rng.permutation(game.n_risk_levels), rng.permutation(game.n_methods)
+            perm = dataclasses.replace(
+                game, key=None, rates=game.rates[rp], team_members=game.team_members[tp][:, rp],
+                resource_efficacy=game.resource_efficacy[rp][:, mp],
+                team_efficacy=game.team_efficacy[tp][:, mp],
+                attacker_prior=game.attacker_prior[lv], risk_mix=game.risk_mix[lv],
+                attack_loss=game.attack_loss[fp][:, mp], departures=game.departures[fp],
+                flight_sizes=game.flight_sizes[fp],
+            )
+            psol = solve_window_lp(perm, minutes)
+            old = (lv[:, None] * game.n_flights + fp[None, :]).reshape(-1)
+            rows.append(LPAgreement(
+                family=label, instance_seed=int(seed), path_policy=dp, path_psi=dpsi,
+                perm_policy=float(np.abs(psol.policy - ref.policy[:, old][:, :, tp]).max()),
+                perm_psi=float(np.abs(psol.psi - ref.psi[lv]).max()),
+            ))
+    return rows
+
+
+def format_lp_agreement(rows: list[LPAgreement]) -> str:
+    """Markdown table per family: the worst and the median disagreement."""
+    lines = ["| games | instances | policy vs solver path, max / median | policy vs reordering, "
+             "max / median | ψ, max | instances within 1e-7 |", "|---|---:|---:|---:|---:|---:|"]
+    for label in dict.fromkeys(r.family for r in rows):
+        rs = [r for r in rows if r.family == label]
+        path = np.array([r.path_policy for r in rs])
+        perm = np.array([r.perm_policy for r in rs])
+        psi = max(max(r.path_psi, r.perm_psi) for r in rs)
+        within = int(sum(max(r.path_policy, r.perm_policy) <= 1e-7 for r in rs))
+        lines.append(f"| {label} | {len(rs)} | {path.max():.1e} / {np.median(path):.1e} "
+                     f"| {perm.max():.1e} / {np.median(perm):.1e} | {psi:.1e} "
+                     f"| {within} of {len(rs)} |")
+    return "\n".join(lines)
+
+
 def replace_block(path: Path, name: str, text: str) -> None:
     """Replace the text between ``<!-- name:begin -->`` and ``<!-- name:end -->`` in a file."""
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
@@ -580,6 +665,7 @@ FORMATTERS: dict[str, Callable[[list[dict]], str]] = {
     "harness": lambda rows: format_harness([HarnessSpeed(**r) for r in rows]),
     "speed": _format_speed,
     "family": lambda rows: family.format_family([family.FamilyRow(**r) for r in rows]),
+    "lp-agreement": lambda rows: format_lp_agreement([LPAgreement(**r) for r in rows]),
 }
 
 
@@ -644,8 +730,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the single-window family report (binding draws, stretch, capacity "
                         "loss, LP waits, radii per id; instance seeds 0..--instances-1), written "
                         "to JSON and the README's family block; nothing else is run")
-    parser.add_argument("--instances", type=int, default=100,
-                        help="instance seeds per id of --family (default 100)")
+    parser.add_argument("--lp-agreement", metavar="JSON", default=None,
+                        help="the LP policy's agreement across HiGHS solver paths and under a "
+                        "reordering of the game (4 families x --instances seeds, default 20 "
+                        "here), written to JSON and the README's lp-agreement block")
+    parser.add_argument("--instances", type=int, default=None,
+                        help="instance seeds per id of --family (default 100) or per family of "
+                        "--lp-agreement (default 20)")
     parser.add_argument("--workers", type=int, default=1, help="processes for --family")
     parser.add_argument("--readme", default=None,
                         help="README whose block --bounds or --vector updates")
@@ -656,9 +747,13 @@ def main(argv: list[str] | None = None) -> int:
 
         print(json.dumps(_construct_corner(args.construct)))
         return 0
+    if args.lp_agreement:
+        arows = lp_agreement(range(2 if args.quick else (args.instances or 20)))
+        _publish("lp-agreement", args.lp_agreement, args.readme, arows, None)
+        return 0
     if args.family:
-        frows = family.family_rows(instance_seeds=range(2 if args.quick else args.instances),
-                                   workers=args.workers)
+        n = 2 if args.quick else (args.instances or 100)
+        frows = family.family_rows(instance_seeds=range(n), workers=args.workers)
         _publish("family", args.family, args.readme, frows, None)
         return 0
     if args.harness:
