@@ -17,11 +17,11 @@ or trained through :func:`baselines.api.get_method`) on one instance of ``env_id
 
 The penalty defender runs in ``invalid_action="penalize"`` (the env executes its proposals, so
 its leak is real in the duel); the others in the default ``"project"`` mode. Learned defenders
-are trained with ``--ddpg-steps`` environment steps (a small budget: the table checks risk, not
-delay). Writes ``--out`` (CSV) and prints a Markdown version.
+are trained for ``--ddpg-gradient-steps`` gradient steps (the paper's budget, 10,000, by default;
+the table checks risk, not delay). Writes ``--out`` (CSV) and prints a Markdown version.
 
     python -m baselines.scripts.duel_table [--defenders lp,alpha-ddpg,penalty-ddpg,centre]
-        [--days 3] [--ddpg-steps 5000] [--dqn-steps 100000] [--out results/duel_table.csv]
+        [--days 3] [--ddpg-gradient-steps 10000] [--dqn-steps 100000] [--out results/duel_table.csv]
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class DuelTableConfig:
         env_kwargs: Extra ``gym.make``/duel kwargs (e.g. a ``config`` for tiny smoke runs).
         defenders: Method names (:data:`baselines.api.METHOD_MODULES`).
         days: Evaluation days (probed and played).
-        ddpg_steps: Training budget of the learned defenders, in gradient steps.
+        ddpg_gradient_steps: Training budget of the learned defenders, in gradient steps.
         dqn_steps: Training transitions of each DQN attacker.
         dqn_attackers_per_day: Attackers per simulated training day of the DQN.
         seed: Seeds the defenders' and attackers' training.
@@ -103,7 +103,7 @@ class DuelTableConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     defenders: tuple[str, ...] = ("lp", "alpha-ddpg", "penalty-ddpg", "centre")
     days: int = 3
-    ddpg_steps: int = 5_000
+    ddpg_gradient_steps: int = 10_000
     dqn_steps: int = 100_000
     dqn_attackers_per_day: int = 512
     seed: int = 0
@@ -118,7 +118,7 @@ def _defender_row(cfg: DuelTableConfig, name: str, commit: str) -> dict[str, Any
     run = RunConfig(
         algo=name,
         env_id=cfg.env_id,
-        gradient_steps=cfg.ddpg_steps,
+        gradient_steps=cfg.ddpg_gradient_steps,
         seed=cfg.seed,
         out=cfg.runs_dir / name,
         instance_seed=cfg.instance_seed,
@@ -157,7 +157,7 @@ def _defender_row(cfg: DuelTableConfig, name: str, commit: str) -> dict[str, Any
     learned = attacker_gain(dqn, defender, days, best=best, **duel_kwargs)
     return {
         "defender": name,
-        "training": (f"{cfg.ddpg_steps} gradient steps" if method.learned
+        "training": (f"{cfg.ddpg_gradient_steps} gradient steps" if method.learned
                      else "none (solved/fixed)"),
         "invalid_action": mode,
         "env_id": cfg.env_id,
@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--instance-seed", type=int, default=d.instance_seed)
     p.add_argument("--defenders", default=",".join(d.defenders))
     p.add_argument("--days", type=int, default=d.days)
-    p.add_argument("--ddpg-steps", type=int, default=d.ddpg_steps)
+    p.add_argument("--ddpg-gradient-steps", type=int, default=d.ddpg_gradient_steps)
     p.add_argument("--dqn-steps", type=int, default=d.dqn_steps)
     p.add_argument("--dqn-attackers-per-day", type=int, default=d.dqn_attackers_per_day)
     p.add_argument("--seed", type=int, default=d.seed)
@@ -240,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         env_kwargs=env_kwargs,
         defenders=tuple(x for x in args.defenders.split(",") if x),
         days=args.days,
-        ddpg_steps=args.ddpg_steps,
+        ddpg_gradient_steps=args.ddpg_gradient_steps,
         dqn_steps=args.dqn_steps,
         dqn_attackers_per_day=args.dqn_attackers_per_day,
         seed=args.seed,
