@@ -105,6 +105,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             f"{doc['suite']['name']} suite ({doc['suite']['hash']}), "
             f"{doc['timing']['wall_time_s']:.1f} s; result written to {path}"
         )
+        if doc["status"] != "ok":
+            print(f"error: {doc['submission']['name']} failed: {doc.get('error')}",
+                  file=sys.stderr)
+            code = code or 1
     return code
 
 

@@ -262,13 +262,9 @@ def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int]) -> dict[str, Any]
 
 
 def _submission_name(spec: SubmissionSpec) -> str:
-    if spec.name:
-        return spec.name
-    if spec.is_file:
-        from pathlib import Path
+    from leaderboard.submission import row_name
 
-        return Path(spec.source).stem
-    return spec.source
+    return row_name(spec)
 
 
 def evaluate_submission(

@@ -343,10 +343,15 @@ def load_result(path: str | Path) -> dict[str, Any]:
     Raises:
         SchemaError: if it is not valid JSON for :data:`SCHEMA`, or its digest does not match.
     """
+    def refuse(token: str) -> Any:
+        raise SchemaError(f"{path}: holds {token}, which strict JSON (and a result) cannot")
+
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=refuse)
     except json.JSONDecodeError as err:
         raise SchemaError(f"{path}: not JSON ({err})") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise SchemaError(f"{path}: unreadable ({err})") from err
     try:
         validate(doc)
     except SchemaError as err:
@@ -357,31 +362,49 @@ def load_result(path: str | Path) -> dict[str, Any]:
 
 
 def save_result(doc: dict[str, Any], out_dir: str | Path, force: bool = False) -> Path:
-    """Validate ``doc`` and write it to ``out_dir/result_filename(...)``.
+    """Validate ``doc`` and write it to ``out_dir/result_filename(...)``, atomically.
 
-    A file already there is replaced only if it holds the same metrics (same digest: a re-run
-    with new timings or provenance) or ``force`` is set; a different result raises.
+    A file already there is replaced if it holds the same metrics (same digest: a re-run with new
+    timings or provenance), if it records a failed evaluation (a later run may fix a failed
+    row), or if ``force`` is set; a different ok result raises. The check and the replacement
+    happen under an exclusive lock on ``out_dir/.lock``, and the document is written to a
+    unique temporary file first, so concurrent evaluations never lose or corrupt a result.
 
     Raises:
         SchemaError: if ``doc`` does not conform.
-        ResultExistsError: if a different result is already at the path.
+        ResultExistsError: if a different ok result is already at the path.
     """
+    import fcntl
+    import os
+    import tempfile
+
     validate(doc)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / result_filename(doc["submission"]["name"], doc["suite"]["name"])
-    if path.exists() and not force:
+    text = json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n"
+    with open(out / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists() and not force:
+            try:
+                old = json.loads(path.read_text(encoding="utf-8"))
+                replaceable = (old.get("metrics_digest") == doc["metrics_digest"]
+                               or old.get("status") != "ok")
+            except (json.JSONDecodeError, AttributeError, OSError, UnicodeDecodeError):
+                replaceable = False
+            if not replaceable:
+                raise ResultExistsError(
+                    f"{path} holds a different result (metrics digest differs); pass --force "
+                    f"to replace it or choose another --out"
+                )
+        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            old = json.loads(path.read_text())
-            same = old.get("metrics_digest") == doc["metrics_digest"]
-        except (json.JSONDecodeError, AttributeError):
-            same = False
-        if not same:
-            raise ResultExistsError(
-                f"{path} holds a different result (metrics digest differs); pass --force to "
-                f"replace it or choose another --out"
-            )
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n")
-    tmp.replace(path)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return path

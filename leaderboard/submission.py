@@ -3,7 +3,8 @@
 **File submissions.** A ``.py`` file that defines ``make_agent(env) -> agent``, where ``agent``
 has ``act(obs, info) -> action`` (an allocation over the teams, shape (T,)) and optionally
 ``act_batch(obs_B, infos) -> actions_B`` and ``reset()``. The file may also define ``NAME``
-(the board's row label; default: the file's stem) and ``DESCRIPTION``. ``make_agent`` is called
+(the board's row label, read as a string literal without running the file; default: the
+file's stem) and ``DESCRIPTION``. ``make_agent`` is called
 once per (environment id, instance) unit with that unit's environment; ``act`` must be free of
 side effects, because the worst-case risk probes it with made-up (obs, info) pairs.
 
@@ -35,6 +36,8 @@ import gymnasium as gym
 import numpy as np
 
 __all__ = [
+    "literal_name",
+    "row_name",
     "SubmissionError",
     "SubmissionSpec",
     "LoadedSubmission",
@@ -147,7 +150,7 @@ def _load_file(spec: SubmissionSpec) -> LoadedSubmission:
 
     return LoadedSubmission(
         spec=spec,
-        name=spec.name or str(getattr(module, "NAME", path.stem)),
+        name=row_name(spec),
         kind="file",
         description=str(getattr(module, "DESCRIPTION", "")),
         fingerprint=digest,
@@ -158,6 +161,36 @@ def _load_file(spec: SubmissionSpec) -> LoadedSubmission:
 
 def _checkpoint_path(template: str, env_id: str, instance_seed: int) -> Path:
     return Path(template.format(env=env_id.replace("/", "_"), instance=instance_seed))
+
+
+def literal_name(path: str | Path) -> str | None:
+    """The file's top-level ``NAME = "..."`` string literal, read without running the file."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "NAME"
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                and node.value.value):
+            return node.value.value
+    return None
+
+
+def row_name(spec: SubmissionSpec) -> str:
+    """A row's identity: ``--name``, else a file's literal ``NAME``, else its stem or the method.
+
+    It never depends on running the submission, so a failed and a fixed evaluation of the same
+    file land on the same row.
+    """
+    if spec.name:
+        return spec.name
+    if spec.is_file:
+        return literal_name(spec.source) or Path(spec.source).stem
+    return spec.source
 
 
 def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:

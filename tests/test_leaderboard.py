@@ -317,6 +317,57 @@ def test_schema_is_checked_on_load(centre_doc: dict, tmp_path: Path) -> None:
     (tmp_path / "garbage.json").write_text("{not json")
     with pytest.raises(SchemaError, match="not JSON"):
         load_result(tmp_path / "garbage.json")
+    # NaN is not strict JSON: refused with the file's name, never a traceback in render
+    nan = tmp_path / "nan.json"
+    nan.write_text(good.read_text().replace('"mean_wait": ', '"mean_wait": NaN, "x": ', 1))
+    with pytest.raises(SchemaError, match=r"nan\.json: holds NaN"):
+        load_result(nan)
+    (tmp_path / "truncated.json").write_text(good.read_text()[:200])
+    with pytest.raises(SchemaError, match="truncated.json: not JSON"):
+        load_result(tmp_path / "truncated.json")
+
+
+def test_failed_row_is_replaced_and_concurrent_saves_never_corrupt(
+    centre_doc: dict, tmp_path: Path
+) -> None:
+    import threading
+
+    failed = json.loads(json.dumps(centre_doc))
+    failed.update(status="failed", error="act raised", aggregate=None, track=None)
+    failed["metrics_digest"] = metrics_digest(failed)
+    path = save_result(failed, tmp_path)
+    # the fixed submission replaces its failed row without --force
+    assert save_result(centre_doc, tmp_path) == path
+    assert load_result(path)["status"] == "ok"
+    # many writers of the same (identical) result at once: one valid file, no leftovers
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            save_result(centre_doc, tmp_path)
+        except BaseException as err:  # noqa: BLE001 - collected for the assertion
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert load_result(path)["metrics_digest"] == centre_doc["metrics_digest"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".tmp") == []
+
+
+def test_row_name_is_read_without_running_the_file(tmp_path: Path) -> None:
+    from leaderboard.submission import row_name
+
+    path = write(tmp_path, "crashes.py", 'NAME = "my-agent"\nraise SystemExit(3)\n')
+    assert row_name(SubmissionSpec(path)) == "my-agent"
+    doc = evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=REPS)
+    assert doc["status"] == "failed" and doc["submission"]["name"] == "my-agent"
+    computed = write(tmp_path, "computed.py", 'NAME = "a" + "b"\n')
+    assert row_name(SubmissionSpec(computed)) == "computed"  # not a literal: the stem
+    assert row_name(SubmissionSpec(path, name="override")) == "override"
 
 
 # CLI ----------------------------------------------------------------------------------------
@@ -338,5 +389,11 @@ def test_cli_evaluate_prints_the_row_beside_the_lp(
     path.write_text(json.dumps(doc))
     assert main(args) == 3
     assert "different result" in capsys.readouterr().err
+    # a failed submission writes its row and exits non-zero
+    bad = write(tmp_path, "bad.py", "def make_agent(env):\n    raise ValueError('no')\n")
+    assert main(["evaluate", "--agent", bad, "--suite", "micro", "--out", str(tmp_path),
+                 "--reps", "100", "--no-progress"]) == 1
+    assert "failed" in capsys.readouterr().err
+    assert load_result(tmp_path / "bad--micro.json")["status"] == "failed"
     assert main(["suites"]) == 0
     assert "quick" in capsys.readouterr().out
