@@ -19,6 +19,7 @@ vector        ``results/bench_vector.json``         ``python -m tsg_envs.bench -
 harness       ``results/bench_harness.json``        ``python -m tsg_envs.bench --harness JSON``
 family        ``results/bench_family.json``         ``python -m tsg_envs.bench --family JSON``
 lp-agreement  ``results/bench_lp-agreement.json``   ``python -m tsg_envs.bench --lp-agreement JSON``
+gamma         ``results/gamma_study.csv``           ``baselines/scripts/gamma_study.py``
 ============  ====================================  ============================================
 """
 
@@ -107,6 +108,32 @@ def _duel(root: Path) -> str:
     return "\n".join(lines)
 
 
+def _gamma(root: Path) -> str:
+    import math
+
+    with (root / "results" / "gamma_study.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    units = sorted({(r["env_id"], int(r["instance_seed"]), int(r["seed"])) for r in rows})
+    head = " | ".join(f"{e.split('/')[-1]} i{i} s{s}" for e, i, s in units)
+    lines = [f"| target | {head} | geometric mean |", "|---|" + "---:|" * (len(units) + 1)]
+    for v in variants:
+        cells = {(r["env_id"], int(r["instance_seed"]), int(r["seed"])): float(r["ratio_lp"])
+                 for r in rows if r["variant"] == v}
+        vals = [cells.get(u) for u in units]
+        got = [x for x in vals if x is not None]
+        geo = math.exp(sum(math.log(x) for x in got) / len(got)) if got else float("nan")
+        text = " | ".join("–" if x is None else f"{x:.2f}" for x in vals)
+        lines.append(f"| {v} | {text} | {geo:.2f} |")
+    budget = sorted({r["gradient_steps"] for r in rows})
+    days = sorted({r["eval_days"] for r in rows})
+    lines.append("")
+    lines.append(f"(ratio LP / α-DDPG over {', '.join(days)} evaluation days per cell; "
+                 f"{', '.join(budget)} gradient steps; `results/gamma_study.csv` from "
+                 "`baselines/scripts/gamma_study.py`)")
+    return "\n".join(lines)
+
+
 def _bench(name: str) -> Callable[[Path], str]:
     def make(root: Path) -> str:
         from tsg_envs.bench import block_text
@@ -131,6 +158,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "harness": _bench("harness"),
     "family": _bench("family"),
     "lp-agreement": _bench("lp-agreement"),
+    "gamma": _gamma,
 }
 
 
