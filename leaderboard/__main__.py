@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from leaderboard.sealed import Limits
+
 __all__ = ["main", "format_rows"]
 
 
@@ -80,6 +82,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from leaderboard.suites import get_suite
 
     suite = get_suite(args.suite)
+    try:
+        limits = Limits(call_s=args.call_timeout, unit_s=args.unit_timeout,
+                        memory_mb=args.memory_mb or None)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if len(args.agent) > 1 and (args.name or args.checkpoint):
         print("error: --name and --checkpoint need a single --agent", file=sys.stderr)
         return 2
@@ -92,7 +100,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             train_gradient_steps=args.train_gradient_steps,
         )
         doc = evaluate_submission(
-            spec, suite, workers=args.workers, progress=not args.no_progress, reps=args.reps
+            spec, suite, workers=args.workers, progress=not args.no_progress, reps=args.reps,
+            limits=limits,
         )
         print(format_rows(doc))
         try:
@@ -208,6 +217,14 @@ def main(argv: list[str] | None = None) -> int:
         help="training budget of a learned baseline without checkpoint, in gradient steps "
         "(mini-batches; default: the suite's)",
     )
+    ev.add_argument("--call-timeout", type=float, default=Limits.call_s, metavar="S",
+                    help="seconds one act/act_batch request may take (default %(default)g)")
+    ev.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S",
+                    help="seconds the submission's process may take per unit, make_agent "
+                    "(training) included (default %(default)g)")
+    ev.add_argument("--memory-mb", type=int, default=Limits.memory_mb, metavar="MIB",
+                    help="address-space limit of the submission's process (default "
+                    "%(default)s; 0: none)")
     ev.add_argument("--name", default=None, help="row label (default: NAME or the file stem)")
     ev.add_argument("--force", action="store_true", help="replace a different existing result")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -35,13 +35,14 @@ import gymnasium as gym
 import tsg_envs  # noqa: F401  (registers the ids)
 from leaderboard.aggregate import BOOTSTRAP_REPS, aggregate_units
 from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
+from leaderboard.sealed import Limits, SealedAgent
 from leaderboard.submission import (
     GuardedAgent,
     LoadedSubmission,
     SubmissionError,
     SubmissionSpec,
     describe_exception,
-    load_submission,
+    describe_submission,
 )
 from leaderboard.suites import Suite
 from tsg_envs.harness import Unit, delay_ratio
@@ -62,6 +63,9 @@ __all__ = [
 REFERENCE_LP = "static window LP (tsg_envs.rollout.LPAgent) with the environment's LP windows"
 
 Tick = Callable[[int], None]
+
+#: Requests of the episodes recorded per unit and replayed in the risk probe's fresh process.
+REPLAY_REQUESTS = 64
 
 
 def make_unit_env(env_id: str, instance_seed: int, env_kwargs: dict[str, Any]) -> gym.Env:
@@ -156,22 +160,47 @@ def evaluate_unit(
     env_id: str,
     instance_seed: int,
     tick: Tick | None = None,
-    loaded: LoadedSubmission | None = None,
+    limits: Limits | None = None,
 ) -> dict[str, Any]:
-    """Evaluate a submission on one (environment id, instance) unit.
+    """Evaluate a submission on one (environment id, instance) unit, sealed.
+
+    The submission runs in its own process (:class:`~leaderboard.sealed.SealedAgent`) on its
+    own copy of the unit's environment. A file submission's worst-case-risk probe runs in a
+    second, fresh process that first replays the episodes' first requests: a different answer
+    fails the unit as stateful. (A baseline, our own deterministic code, is probed in the
+    process that played the episodes, so a learned one is not trained twice.)
 
     Args:
-        spec: The submission (re-loaded here unless ``loaded`` is given, so workers can run it).
+        spec: The submission.
         suite: The suite (arrival seeds, risk subsample, training budget, env kwargs).
         env_id: Registered id.
         instance_seed: Game instance.
         tick: Called with 1 after each episode and after the risk probe (progress bar).
-        loaded: An already loaded submission (same process).
+        limits: Time and memory limits of the submission's process (default :class:`Limits`).
 
     Returns:
-        ``{"unit": <unit record>, "timing": {...}, "slack_guided": <"ok" or reason>}``; a
-        failure of the submission sets the unit's ``status`` to ``"failed"`` with ``error``.
+        ``{"unit": <unit record>, "timing": {...}, "slack_guided": <"ok" or reason>,
+        "description": <the file's DESCRIPTION>}``; a failure of the submission sets the unit's
+        ``status`` to ``"failed"`` with ``error``.
     """
+    limits = Limits() if limits is None else limits
+    proxies: list[SealedAgent] = []
+    try:
+        return _evaluate_unit(spec, suite, env_id, instance_seed, tick, limits, proxies)
+    finally:
+        for proxy in proxies:
+            proxy.close()
+
+
+def _evaluate_unit(
+    spec: SubmissionSpec,
+    suite: Suite,
+    env_id: str,
+    instance_seed: int,
+    tick: Tick | None,
+    limits: Limits,
+    proxies: list[SealedAgent],
+) -> dict[str, Any]:
     tick = tick or (lambda n: None)
     kwargs = suite.kwargs()
     seeds = list(suite.arrival_seeds)
@@ -197,7 +226,7 @@ def evaluate_unit(
         unit["risk"] = None
         tick(len(seeds) + 1 - done_ticks)
         timing["total_s"] = time.perf_counter() - t_unit
-        return {"unit": unit, "timing": timing, "slack_guided": "not run"}
+        return {"unit": unit, "timing": timing, "slack_guided": "not run", "description": ""}
 
     env = make_unit_env(env_id, instance_seed, kwargs)
     unit["n_passengers"] = int(env.unwrapped.game.n_passengers)
@@ -206,20 +235,18 @@ def evaluate_unit(
 
     # The submission -------------------------------------------------------------------------
     t0 = time.perf_counter()
+
+    def start(record: int) -> SealedAgent:
+        proxy = SealedAgent(spec, env_id, int(instance_seed), kwargs,
+                            suite.train_gradient_steps, limits, record=record)
+        proxies.append(proxy)
+        return proxy
+
     try:
-        sub = loaded if loaded is not None else load_submission(spec)
-        raw = sub.make_agent(
-            env,
-            env_id=env_id,
-            instance_seed=int(instance_seed),
-            env_kwargs=kwargs,
-            train_gradient_steps=suite.train_gradient_steps,
-        )
-        agent = GuardedAgent(raw, n_teams)
+        played = start(REPLAY_REQUESTS if spec.is_file else 0)
+        agent = GuardedAgent(played, n_teams)
     except SubmissionError as err:
         return fail(str(err), 0)
-    except (Exception, SystemExit) as err:
-        return fail(describe_exception("make_agent raised", err), 0)
     timing["make_agent_s"] = time.perf_counter() - t0
 
     # Episodes, beside the references on the same days ---------------------------------------
@@ -237,8 +264,14 @@ def evaluate_unit(
     timing["episodes_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    agent.where = f" ({where}, worst-case risk probe, arrival seed {seeds[0]})"
+    probe_where = f" ({where}, worst-case risk probe, arrival seed {seeds[0]})"
     try:
+        if spec.is_file:  # a fresh process: first the episodes' requests again, then the probe's
+            fresh = start(0)
+            fresh.replay(played.queries)
+            played.close()
+            agent = GuardedAgent(fresh, n_teams)
+        agent.where = probe_where
         report = worst_case_risk(env, agent, seed=seeds[0], max_states=suite.risk_max_states)
     except SubmissionError as err:
         return fail(str(err), len(seeds))
@@ -253,12 +286,13 @@ def evaluate_unit(
     timing["risk_s"] = time.perf_counter() - t0
     tick(1)
     timing["total_s"] = time.perf_counter() - t_unit
-    return {"unit": unit, "timing": timing, "slack_guided": sg_status}
+    return {"unit": unit, "timing": timing, "slack_guided": sg_status,
+            "description": played.description}
 
 
-def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int]) -> dict[str, Any]:
-    spec, suite, env_id, instance_seed = args
-    return evaluate_unit(spec, suite, env_id, instance_seed)
+def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int, Limits]) -> dict[str, Any]:
+    spec, suite, env_id, instance_seed, limits = args
+    return evaluate_unit(spec, suite, env_id, instance_seed, limits=limits)
 
 
 def _submission_name(spec: SubmissionSpec) -> str:
@@ -273,8 +307,12 @@ def evaluate_submission(
     workers: int = 1,
     progress: bool = True,
     reps: int = BOOTSTRAP_REPS,
+    limits: Limits | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``spec`` on every unit of ``suite`` and build the result document.
+
+    The submission's code never runs in this process: each unit starts its own sealed process
+    (:func:`evaluate_unit`).
 
     Args:
         spec: The submission.
@@ -283,6 +321,7 @@ def evaluate_submission(
             not depend on it.
         progress: Show a progress bar (tqdm, on stderr).
         reps: Bootstrap replications of the intervals.
+        limits: Time and memory limits of the submission's processes.
 
     Returns:
         A result document that conforms to :data:`leaderboard.schema.SCHEMA`.
@@ -312,9 +351,10 @@ def evaluate_submission(
         "units": [],
         "aggregate": None,
     }
+    limits = Limits() if limits is None else limits
     loaded: LoadedSubmission | None = None
     try:
-        loaded = load_submission(spec)
+        loaded = describe_submission(spec)
         doc["submission"] = loaded.info()
     except SubmissionError as err:
         doc["status"] = "failed"
@@ -332,18 +372,23 @@ def evaluate_submission(
         outs: list[dict[str, Any]]
         if workers <= 1:
             outs = [
-                evaluate_unit(spec, suite, e, i, tick=bar.update, loaded=loaded) for e, i in units
+                evaluate_unit(spec, suite, e, i, tick=bar.update, limits=limits)
+                for e, i in units
             ]
         else:
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futures = [pool.submit(_worker_unit, (spec, suite, e, i)) for e, i in units]
+                futures = [pool.submit(_worker_unit, (spec, suite, e, i, limits))
+                           for e, i in units]
                 outs = []
                 for fut in futures:  # in suite order: the result does not depend on timing
                     outs.append(fut.result())
                     bar.update(len(suite.arrival_seeds) + 1)
         bar.close()
         doc["units"] = [o["unit"] for o in outs]
+        described = [o["description"] for o in outs if o.get("description")]
+        if spec.is_file and described:
+            doc["submission"]["description"] = described[0]
         timings = [o["timing"] for o in outs]
         sg = sorted({o["slack_guided"] for o in outs if o["slack_guided"] != "not run"})
         if sg:

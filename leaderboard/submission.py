@@ -16,8 +16,10 @@ Without a checkpoint, ``Method.train`` runs once per unit: non-learning methods 
 programs, learned ones train for the suite's ``train_gradient_steps`` (seed 0, in a temporary
 directory, so nothing resumes from an earlier run).
 
-Nothing here runs a submission's code at import of this module. :func:`load_submission` raises
-:class:`SubmissionError` with a one-line reason; the evaluator turns it into a failed row.
+Nothing here runs a submission's code at import of this module. :func:`load_submission` (which
+imports the file) runs only in the submission's own process (:mod:`leaderboard.sealed`); the
+evaluator uses :func:`describe_submission`, which runs none of it. Failures are
+:class:`SubmissionError` with a one-line reason; the evaluator turns them into a failed row.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "SubmissionSpec",
     "LoadedSubmission",
     "GuardedAgent",
+    "describe_submission",
     "load_submission",
     "describe_exception",
 ]
@@ -138,7 +141,7 @@ def _load_file(spec: SubmissionSpec) -> LoadedSubmission:
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[module_name] = module
         module_spec.loader.exec_module(module)
-    except (Exception, SystemExit) as err:  # a submission's import must never crash the run
+    except BaseException as err:  # noqa: BLE001 - an import must never crash its process
         sys.modules.pop(module_name, None)
         raise SubmissionError(describe_exception("import failed", err)) from err
     factory = getattr(module, "make_agent", None)
@@ -258,6 +261,29 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
     )
 
 
+def describe_submission(spec: SubmissionSpec) -> LoadedSubmission:
+    """The submission's row information, without running any of its code.
+
+    A file is hashed and its literal ``NAME`` read (its ``DESCRIPTION`` comes later, from the
+    submission's own process); a baseline name is looked up in ``baselines`` (our code). The
+    returned ``make_agent`` is only for the submission's process (:mod:`leaderboard.sealed`).
+
+    Raises:
+        SubmissionError: an unknown baseline name, a missing file or checkpoint.
+    """
+    if not spec.is_file:
+        return _load_baseline(spec)
+    path = Path(spec.source)
+    if not path.is_file():
+        raise SubmissionError(f"import failed: no such file {spec.source!r}")
+
+    def not_here(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("a file submission's make_agent runs in its own process only")
+
+    return LoadedSubmission(spec=spec, name=row_name(spec), kind="file", description="",
+                            fingerprint=_sha256_file(path), learned=None, make_agent=not_here)
+
+
 def load_submission(spec: SubmissionSpec) -> LoadedSubmission:
     """Load a file or baseline submission.
 
@@ -324,8 +350,8 @@ class GuardedAgent:
         """The agent's checked action."""
         try:
             out = self.agent.act(obs, info)
-        except SubmissionError:
-            raise
+        except SubmissionError as err:
+            raise SubmissionError(f"{err}{self.where}") from None
         except Exception as err:
             raise SubmissionError(describe_exception("act raised", err) + self.where) from err
         return self._check(out, (self.n_teams,), "act")
@@ -333,8 +359,8 @@ class GuardedAgent:
     def _act_batch(self, obs_b: np.ndarray, infos: Any) -> np.ndarray:
         try:
             out = self.agent.act_batch(obs_b, infos)
-        except SubmissionError:
-            raise
+        except SubmissionError as err:
+            raise SubmissionError(f"{err}{self.where}") from None
         except Exception as err:
             raise SubmissionError(describe_exception("act_batch raised", err) + self.where) from err
         return self._check(out, (len(obs_b), self.n_teams), "act_batch")

@@ -29,7 +29,8 @@ def write_curve(path: Path, env_id: str, steps: list[int], walls: list[float]) -
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(
-            ["method", "env_id", "instance_seed", "seed", "step", "wall_s", "eval_mean_wait"]
+            ["method", "env_id", "instance_seed", "seed", "gradient_steps", "wall_s",
+             "eval_mean_wait"]
         )
         for s, t in zip(steps, walls, strict=True):
             w.writerow(["alpha-ddpg", env_id, 0, 0, s, t, 10.0 - s / 10_000])

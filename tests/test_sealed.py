@@ -1,0 +1,164 @@
+"""Sealed evaluation: the submission runs in its own process and cannot reach the evaluator.
+
+Every case runs end to end on a one-unit suite: honest, cheating, crashing, hanging, exiting and
+malformed submissions each get their row, and a cheat scores exactly what the honest policy
+scores.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from leaderboard.evaluate import evaluate_submission
+from leaderboard.sealed import Limits
+from leaderboard.submission import SubmissionSpec
+from leaderboard.suites import EVAL_SEED_BASE, Suite
+
+TINY = Suite(
+    name="tiny",
+    description="test suite",
+    env_ids=("tsg/Screening-Window-5F-v1",),
+    instance_seeds=(0,),
+    arrival_seeds=(EVAL_SEED_BASE,),
+    risk_max_states=3,
+    train_gradient_steps=10,
+)
+FAST = Limits(call_s=10.0, unit_s=120.0, memory_mb=4096)
+
+HONEST = """
+NAME = "{name}"
+
+class Centre:
+    def __init__(self, env):
+        self.centers = env.unwrapped.polytopes.centers.copy()
+
+    def act(self, obs, info):
+        {act_extra}
+        return self.centers[info["category"]].copy()
+
+def make_agent(env):
+    {make_extra}
+    return Centre(env)
+"""
+
+
+def _write(tmp_path: Path, name: str, source: str) -> str:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return str(path)
+
+
+def _honest(tmp_path: Path, name: str, act_extra: str = "pass", make_extra: str = "pass",
+            head: str = "") -> str:
+    return _write(tmp_path, name, head + HONEST.format(name=name, act_extra=act_extra,
+                                                       make_extra=make_extra))
+
+
+def _run(path: str, limits: Limits = FAST) -> dict:
+    return evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=50, limits=limits)
+
+
+@pytest.fixture(scope="module")
+def honest_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _run(_honest(tmp_path_factory.mktemp("honest"), "honest"))
+
+
+def _episodes(doc: dict) -> list:
+    return [{k: e[k] for k in ("mean_wait", "lp_mean_wait", "proposed_violations")}
+            for u in doc["units"] for e in u["episodes"]]
+
+
+CHEATS = {
+    # Shrinks the waits it is handed and the env's risk bound: its own copies only.
+    "mutates_its_env": dict(make_extra="env.unwrapped.risk_bound.setflags(write=True); "
+                            "env.unwrapped.risk_bound[:] = 1e9"),
+    "mutates_obs_and_info": dict(act_extra="obs[:] = 0; info['time'] = -1.0"),
+    # Replaces library functions at import: the evaluator's copies are untouched.
+    "patches_the_library": dict(head=(
+        "import tsg_envs.harness, tsg_envs.rollout, leaderboard.evaluate\n"
+        "tsg_envs.harness.delay_ratio = lambda ref, agent: (70.0, None)\n"
+        "leaderboard.evaluate.worst_case_risk = lambda *a, **k: None\n"
+        "tsg_envs.rollout.LPAgent.act = lambda self, obs, info: 1 / 0\n"
+    )),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHEATS))
+def test_a_cheat_scores_what_the_honest_policy_scores(case, tmp_path, honest_doc) -> None:
+    doc = _run(_honest(tmp_path, case, **CHEATS[case]))
+    assert doc["status"] == "ok", doc["error"]
+    assert _episodes(doc) == _episodes(honest_doc)
+    assert doc["units"][0]["risk"]["risk"] == honest_doc["units"][0]["risk"]["risk"]
+    assert doc["track"] == honest_doc["track"] == "hard"
+
+
+FAILURES = {
+    "hangs": (dict(act_extra="import time; time.sleep(60)"), Limits(call_s=2.0, unit_s=120.0),
+              "act exceeded the call time limit of 2 s"),
+    "exits_in_act": (dict(act_extra="import os; os._exit(0)"), FAST,
+                     "the submission's process ended during act (exit code 0)"),
+    "killed": (dict(act_extra="import os, signal; os.kill(os.getpid(), signal.SIGTERM)"), FAST,
+               "ended during act (killed by SIGTERM)"),
+    "keyboard_interrupt_at_import": (dict(head="raise KeyboardInterrupt\n"), FAST,
+                                     "import failed: KeyboardInterrupt"),
+    "base_exception_in_act": (dict(act_extra="raise BaseException('out')"), FAST,
+                              "act raised: BaseException: out"),
+    "exhausts_memory": (dict(make_extra="x = bytearray(3 * 2**30)"),
+                        Limits(call_s=10.0, unit_s=120.0, memory_mb=1024),
+                        "make_agent raised: MemoryError"),
+    "slow_make_agent": (dict(make_extra="import time; time.sleep(60)"),
+                        Limits(call_s=10.0, unit_s=5.0),
+                        "exceeded the unit time limit of 5 s"),
+    "malformed_reply": (dict(act_extra=(
+        "import gc, multiprocessing.connection as mc; "
+        "[c.send_bytes(b'garbage') for c in gc.get_objects() if isinstance(c, mc.Connection)]"
+    )), FAST, "malformed reply"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+def test_a_failing_submission_gets_a_failed_row_with_its_reason(case, tmp_path) -> None:
+    kwargs, limits, reason = FAILURES[case]
+    doc = _run(_honest(tmp_path, case, **kwargs), limits)
+    assert doc["status"] == "failed"
+    assert reason in doc["error"], doc["error"]
+    assert doc["submission"]["name"] == case  # the literal NAME, read without running it
+
+
+def test_a_stateful_act_is_caught(tmp_path) -> None:
+    # Answers depend on how many requests came before: the fresh probe process replays the
+    # episode's first requests and gets different answers.
+    head = "import numpy as np\nCOUNT = [0]\n"
+    path = _honest(tmp_path, "stateful", head=head,
+                   act_extra="COUNT[0] += 1; return np.roll(self.centers[info['category']], "
+                             "COUNT[0] // 50)")
+    doc = _run(path)
+    assert doc["status"] == "failed" and "stateful act" in doc["error"], doc["error"]
+
+
+def test_the_description_comes_from_the_submission_process(tmp_path) -> None:
+    path = _honest(tmp_path, "described", head='DESCRIPTION = "the centre, sealed"\n')
+    doc = _run(path)
+    assert doc["status"] == "ok" and doc["submission"]["description"] == "the centre, sealed"
+
+
+def test_limits_are_checked() -> None:
+    with pytest.raises(ValueError, match="time limits"):
+        Limits(call_s=0.0)
+    with pytest.raises(ValueError, match="memory_mb"):
+        Limits(memory_mb=1)
+
+
+def test_the_memory_limit_holds_for_a_torch_agent(tmp_path) -> None:
+    pytest.importorskip("torch")
+    big = _honest(tmp_path, "torch_big", head="import torch\n",
+                  make_extra="x = torch.ones(512, 2**20)  # 2 GiB")
+    small = _honest(tmp_path, "torch_small", head="import torch\n",
+                    make_extra="x = torch.ones(16, 2**20)  # 64 MiB")
+    limits = Limits(call_s=10.0, unit_s=120.0, memory_mb=1536)
+    doc = _run(big, limits)
+    assert doc["status"] == "failed" and "can't allocate memory" in doc["error"], doc["error"]
+    assert _run(small, limits)["status"] == "ok"
