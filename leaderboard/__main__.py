@@ -84,7 +84,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     suite = get_suite(args.suite)
     try:
         limits = Limits(call_s=args.call_timeout, unit_s=args.unit_timeout,
-                        memory_mb=args.memory_mb or None)
+                        memory_mb=args.memory_mb or None, isolate=not args.no_isolation)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -225,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--memory-mb", type=int, default=Limits.memory_mb, metavar="MIB",
                     help="address-space limit of the submission's process (default "
                     "%(default)s; 0: none)")
+    ev.add_argument("--no-isolation", action="store_true",
+                    help="do not run the submission's process under bubblewrap (the result "
+                    "records isolation as off)")
     ev.add_argument("--name", default=None, help="row label (default: NAME or the file stem)")
     ev.add_argument("--force", action="store_true", help="replace a different existing result")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")

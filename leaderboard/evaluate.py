@@ -35,7 +35,7 @@ import gymnasium as gym
 import tsg_envs  # noqa: F401  (registers the ids)
 from leaderboard.aggregate import BOOTSTRAP_REPS, aggregate_units
 from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
-from leaderboard.sealed import Limits, SealedAgent
+from leaderboard.sealed import Limits, SealedAgent, isolation
 from leaderboard.submission import (
     GuardedAgent,
     LoadedSubmission,
@@ -408,7 +408,7 @@ def evaluate_submission(
             doc["track"], doc["notes"] = _track(doc)
 
     doc["metrics_digest"] = metrics_digest(doc)
-    doc["provenance"] = provenance()
+    doc["provenance"] = {**provenance(), "isolation": isolation(limits)}
     doc["timing"] = {"wall_time_s": time.perf_counter() - t_start, "units": timings}
     return doc
 

@@ -1,34 +1,49 @@
 """Sealed evaluation: a submission's code runs in its own spawned process, never the evaluator's.
 
-:class:`SealedAgent` starts a fresh process (``multiprocessing``'s *spawn*, so nothing of the
-evaluator's memory is inherited) that imports the submission, builds **its own** copy of the
-unit's environment, calls ``make_agent`` on it and then answers ``act`` / ``act_batch`` /
-``reset`` requests over a pipe. The evaluator keeps its environments, references, risk probe,
-caches and track decision to itself: the submission sees copies of observations and infos, and
-whatever it changes (its environment, the library's functions, global state) stays in its
-process.
+:class:`SealedAgent` starts a fresh Python process (``python -m leaderboard.sealed``, so nothing of
+the evaluator's memory is inherited) that imports the submission, builds **its own** copy of the
+unit's environment, calls ``make_agent`` on it and then answers ``act`` / ``act_batch`` / ``reset``
+requests over a socket. The evaluator keeps its environments, references, risk probe, caches and
+track decision to itself: the submission sees copies of observations and infos, and whatever it
+changes (its environment, the library's functions, global state) stays in its process.
 
 Replies are never unpickled: the child sends a small JSON header and the raw float64 bytes of
 the action, so a reply cannot run code in the evaluator. Every request has a time limit
 (:class:`Limits`), the whole unit another, and the process a memory limit (``RLIMIT_AS``); a
 hang, ``os._exit``, a signal, ``BaseException``, exhausted memory or a malformed reply becomes a
 :class:`~leaderboard.submission.SubmissionError` naming what happened, and the process is killed.
+
+Where bubblewrap (``bwrap``) is installed and permitted, the process runs inside it: the whole
+file system read-only but a private ``/tmp``, no network (:func:`isolation` says which; every
+result records it).
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import multiprocessing
+import os
+import shutil
+import socket
 import struct
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
 from leaderboard.submission import SubmissionError, SubmissionSpec, describe_exception
 
-__all__ = ["Limits", "SealedAgent"]
+__all__ = ["Limits", "SealedAgent", "isolation"]
+
+#: bubblewrap's arguments: the whole file system read-only (a private temporary folder is bound
+#: writable per process), no network, and the process killed with its parent.
+BWRAP_ARGS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
+              "--die-with-parent", "--new-session")
 
 _HEADER = struct.Struct("<I")
 #: Largest reply accepted (bytes): a batch of actions is far smaller.
@@ -44,17 +59,43 @@ class Limits:
         unit_s: Seconds the whole unit may take in the submission's process, ``make_agent``
             (which may train) included.
         memory_mb: Address-space limit of the process (``RLIMIT_AS``), MiB; None: none.
+        isolate: Run the process under bubblewrap where it works (:func:`isolation`).
     """
 
     call_s: float = 60.0
     unit_s: float = 4 * 3600.0
     memory_mb: int | None = 16_384
+    isolate: bool = True
 
     def __post_init__(self) -> None:
         if not self.call_s > 0 or not self.unit_s > 0:
             raise ValueError(f"time limits must be > 0, got {self.call_s}, {self.unit_s}")
         if self.memory_mb is not None and self.memory_mb < 64:
             raise ValueError(f"memory_mb must be >= 64 or None, got {self.memory_mb}")
+
+
+@functools.cache
+def _bwrap() -> tuple[str, ...] | None:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return None
+    cmd = (exe, *BWRAP_ARGS)
+    try:
+        subprocess.run([*cmd, "--", sys.executable, "-c", "pass"], check=True, timeout=30,
+                       capture_output=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return cmd
+
+
+def isolation(limits: Limits | None = None) -> str:
+    """How submissions' processes are isolated here: the result's ``provenance.isolation``."""
+    if limits is not None and not limits.isolate:
+        return "off (--no-isolation)"
+    if _bwrap() is None:
+        why = "not installed" if shutil.which("bwrap") is None else "not permitted here"
+        return f"off (bubblewrap {why})"
+    return "bwrap: read-only file system but a private temporary folder, no network"
 
 
 def _send(conn: Any, header: dict[str, Any], payload: bytes = b"") -> None:
@@ -144,19 +185,24 @@ class SealedAgent:
     def __init__(self, spec: SubmissionSpec, env_id: str, instance_seed: int,
                  env_kwargs: dict[str, Any], train_gradient_steps: int,
                  limits: Limits = Limits(), record: int = 0) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
         self.limits = limits
         self._deadline = time.monotonic() + limits.unit_s
         self._record = int(record)
         self.queries: list[tuple[str, tuple[Any, ...], np.ndarray | None]] = []
-        self._proc = ctx.Process(
-            target=_serve, name="tsg-submission", daemon=True,
-            args=(child, spec, env_id, int(instance_seed), dict(env_kwargs),
-                  int(train_gradient_steps), limits.memory_mb),
-        )
-        self._proc.start()
-        child.close()
+        ours, theirs = socket.socketpair()
+        prefix = _bwrap() if limits.isolate else None
+        self.isolated = prefix is not None
+        self._tmp = tempfile.mkdtemp(prefix="tsg-submission-")
+        sandbox = [*prefix, "--bind", self._tmp, self._tmp, "--"] if prefix else []
+        cmd = [*sandbox, sys.executable, "-m", "leaderboard.sealed", str(theirs.fileno())]
+        env = {**os.environ, "TMPDIR": self._tmp, "MPLCONFIGDIR": os.path.join(self._tmp, "mpl"),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        self._proc = subprocess.Popen(cmd, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                      env=env, start_new_session=True)
+        theirs.close()
+        self._conn = Connection(ours.detach())
+        self._conn.send((spec, env_id, int(instance_seed), dict(env_kwargs),
+                         int(train_gradient_steps), limits.memory_mb))
         header, _ = self._receive(limits.unit_s, "loading the submission and make_agent")
         if header.get("kind") != "ready":
             self.close()
@@ -169,9 +215,13 @@ class SealedAgent:
 
     # Plumbing -----------------------------------------------------------------------------------
     def _ended(self, what: str) -> SubmissionError:
-        self._proc.join(timeout=5.0)
-        code = self._proc.exitcode
+        try:
+            code = self._proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            code = None
         self.close()
+        if code is not None and self.isolated and code > 128:
+            code = 128 - code  # bwrap reports a signal as 128 + its number
         if code is not None and code < 0:
             import signal
 
@@ -268,16 +318,18 @@ class SealedAgent:
 
     def close(self) -> None:
         """Stop the process (asked first, then killed)."""
-        if self._proc.is_alive():
+        if self._proc.poll() is None:
             try:
                 self._conn.send(("close", ()))
             except (OSError, ValueError):
                 pass
-            self._proc.join(timeout=1.0)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(timeout=5.0)
+            try:
+                self._proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=5.0)
         self._conn.close()
+        shutil.rmtree(self._tmp, ignore_errors=True)
 
 
 def _plain(info: Any) -> dict[str, Any]:
@@ -287,3 +339,19 @@ def _plain(info: Any) -> dict[str, Any]:
         value = info[key]
         out[str(key)] = np.array(value, copy=True) if isinstance(value, np.ndarray) else value
     return out
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - the child's entry point
+    """``python -m leaderboard.sealed FD``: serve one submission over the socket ``FD``."""
+    args = sys.argv[1:] if argv is None else argv
+    conn = Connection(int(args[0]))
+    try:
+        setup = conn.recv()
+    except (EOFError, OSError):
+        return 1
+    _serve(conn, *setup)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -7,6 +7,8 @@ scores.
 
 from __future__ import annotations
 
+import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -162,3 +164,29 @@ def test_the_memory_limit_holds_for_a_torch_agent(tmp_path) -> None:
     doc = _run(big, limits)
     assert doc["status"] == "failed" and "can't allocate memory" in doc["error"], doc["error"]
     assert _run(small, limits)["status"] == "ok"
+
+
+def test_isolation_read_only_file_system_and_no_network(tmp_path) -> None:
+    from leaderboard.sealed import isolation
+
+    state = isolation()
+    if os.environ.get("CI") and shutil.which("apt-get"):
+        assert state.startswith("bwrap"), state  # .ci/run installs bubblewrap
+    if not state.startswith("bwrap"):
+        pytest.skip(f"isolation is {state}")
+    outside = tmp_path / "written.txt"
+    writes = _honest(tmp_path, "writes", make_extra=f"open({str(outside)!r}, 'w').write('x')")
+    doc = _run(writes)
+    assert doc["status"] == "failed" and "Read-only file system" in doc["error"], doc["error"]
+    assert not outside.exists()
+    assert doc["provenance"]["isolation"] == state
+    own_tmp = _honest(tmp_path, "own_tmp", make_extra=(
+        "import tempfile, pathlib; pathlib.Path(tempfile.mkdtemp(), 'x').write_text('ok')"))
+    assert _run(own_tmp)["status"] == "ok"  # its private temporary folder is writable
+    net = _honest(tmp_path, "net", make_extra=(
+        "import socket; socket.create_connection(('127.0.0.1', 9), timeout=2)"))
+    doc = _run(net)
+    assert doc["status"] == "failed" and "Network is unreachable" in doc["error"], doc["error"]
+    off = Limits(call_s=10.0, unit_s=120.0, isolate=False)
+    assert evaluate_submission(SubmissionSpec(_honest(tmp_path, "plain")), TINY, progress=False,
+                               reps=50, limits=off)["provenance"]["isolation"].startswith("off")
