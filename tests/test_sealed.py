@@ -184,7 +184,7 @@ def test_isolation_read_only_file_system_and_no_network(tmp_path) -> None:
         "import tempfile, pathlib; pathlib.Path(tempfile.mkdtemp(), 'x').write_text('ok')"))
     assert _run(own_tmp)["status"] == "ok"  # its private temporary folder is writable
     net = _honest(tmp_path, "net", make_extra=(
-        "import socket; socket.create_connection(('127.0.0.1', 9), timeout=2)"))
+        "import socket; socket.create_connection(('192.0.2.1', 9), timeout=2)"))
     doc = _run(net)
     assert doc["status"] == "failed" and "Network is unreachable" in doc["error"], doc["error"]
     off = Limits(call_s=10.0, unit_s=120.0, isolate=False)
