@@ -121,6 +121,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return code
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from leaderboard.verify import verify
+
+    limits = Limits(call_s=args.call_timeout, unit_s=args.unit_timeout)
+    code = 0
+    for path in args.results:
+        v = verify(path, limits=limits, workers=args.workers, progress=not args.no_progress)
+        print(f"{'verified' if v.ok else 'NOT VERIFIED'}: {v.path}: {v.message}")
+        code = code if v.ok else 1
+    return code
+
+
 def _cmd_render(args: argparse.Namespace) -> int:
     from leaderboard.render import render
     from leaderboard.schema import SchemaError
@@ -233,6 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("--reps", type=int, default=2000, help="bootstrap replications")
     ev.set_defaults(func=_cmd_evaluate)
+
+    vf = sub.add_parser("verify", help="evaluate a result's submission again and compare its "
+                        "per-episode records (writes RESULT.verified on a match)")
+    vf.add_argument("results", nargs="+", help="result JSON files")
+    vf.add_argument("--workers", type=int, default=1, help="parallel unit processes")
+    vf.add_argument("--call-timeout", type=float, default=Limits.call_s, metavar="S")
+    vf.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S")
+    vf.add_argument("--no-progress", action="store_true", help="no progress bar")
+    vf.set_defaults(func=_cmd_verify)
 
     rd = sub.add_parser("render", help="write LEADERBOARD.md and the static page")
     rd.add_argument("--results", default="results/leaderboard", help="result JSON directory")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.schema import load_result
+from leaderboard.verify import is_verified
 
 __all__ = ["COLUMNS", "collect_results", "result_row", "render_markdown", "render_html", "render"]
 
@@ -40,6 +41,7 @@ COLUMNS: tuple[tuple[str, str, bool | None], ...] = (
     ("episodes", "episodes", None),
     ("training", "training", None),
     ("commit", "commit", None),
+    ("verified", "verified", None),
 )
 
 
@@ -77,6 +79,7 @@ def result_row(doc: dict[str, Any]) -> dict[str, Any]:
         "error": doc["error"],
         "notes": list(doc["notes"]),
         "commit": _commit(doc),
+        "verified": "yes" if doc.get("_path") and is_verified(doc["_path"]) else "no",
         "date": doc["provenance"].get("created_utc", "")[:10],
         "wall_time_s": doc["timing"]["wall_time_s"],
         "training": _training(doc),
@@ -113,8 +116,11 @@ def _training(doc: dict[str, Any]) -> str:
     if sub.get("checkpoint"):
         return "checkpoint"
     if sub.get("learned"):
-        steps = (sub.get("train_gradient_steps")
-                 or doc["suite"]["definition"].get("train_gradient_steps"))
+        definition = doc["suite"]["definition"]
+        steps = sub.get("train_gradient_steps") or definition.get("train_gradient_steps")
+        if steps is None:  # a result of protocol 1, whose budgets were environment steps
+            old = sub.get("train_steps") or definition.get("train_steps")
+            return f"{old:,} env steps / instance" if old else "unknown"
         # Gradient steps (mini-batches), the paper's unit: its budget is 10,000 of them.
         return f"{steps:,} gradient steps / instance"
     return "file" if sub["kind"] == "file" else "none (solved)"
@@ -195,6 +201,7 @@ def suite_tables(rows_or_docs: list[dict[str, Any]]) -> str:
                 _num(r["episodes"]),
                 r["training"],
                 f"`{r['commit']}`",
+                r["verified"],
             ]
             lines.append("| " + " | ".join(cells) + " |")
         notes = [(r["agent"], n) for r in sel for n in r["notes"]]

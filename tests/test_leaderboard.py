@@ -397,3 +397,30 @@ def test_cli_evaluate_prints_the_row_beside_the_lp(
     assert load_result(tmp_path / "bad--micro.json")["status"] == "failed"
     assert main(["suites"]) == 0
     assert "quick" in capsys.readouterr().out
+
+
+def test_verify_passes_on_a_fresh_result_and_fails_on_an_edited_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from leaderboard.render import collect_results, result_row
+    from leaderboard.verify import is_verified, sidecar_path
+
+    example = str(REPO / "examples" / "submission_centre.py")
+    assert main(["evaluate", "--agent", example, "--suite", "micro", "--out", str(tmp_path),
+                 "--reps", "50", "--no-progress"]) == 0
+    path = tmp_path / "example-centre--micro.json"
+    assert not is_verified(path)
+    assert main(["verify", str(path), "--no-progress"]) == 0
+    assert "verified: " in capsys.readouterr().out
+    assert is_verified(path) and sidecar_path(path).exists()
+    (doc,) = collect_results(tmp_path)
+    assert result_row(doc)["verified"] == "yes"
+    # A forged result (an episode edited, its digest recomputed) loads but is not reproduced,
+    # and its old verification no longer counts.
+    forged = json.loads(path.read_text())
+    forged["units"][0]["episodes"][0]["mean_wait"] *= 0.5
+    forged["metrics_digest"] = metrics_digest(forged)
+    path.write_text(json.dumps(forged))
+    assert not is_verified(path)
+    assert main(["verify", str(path), "--no-progress"]) == 1
+    assert "NOT VERIFIED" in capsys.readouterr().out and not is_verified(path)
