@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from leaderboard.schema import load_result
 from leaderboard.verify import is_verified
 
@@ -248,113 +250,68 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if hi <= lo:
-        hi = lo + 1.0
-    raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
-    start = math.ceil(lo / step) * step
-    out = []
-    x = start
-    while x <= hi + 1e-12:
-        out.append(round(x, 10))
-        x += step
-    return out
+def _episode_ratios(doc: dict[str, Any]) -> np.ndarray | None:
+    """Per-episode ratios vs LP as an (days, units) matrix, or None when one is undefined."""
+    units = doc.get("units") or []
+    try:
+        cols = [[float(e["ratio_vs_lp"]) for e in u["episodes"]] for u in units]
+    except (TypeError, KeyError):
+        return None
+    if not cols or len({len(c) for c in cols}) != 1 or not cols[0]:
+        return None
+    return np.array(cols).T
 
 
-def _tick_label(t: float, lo: float, hi: float) -> str:
-    """``t`` with enough decimals to tell neighbouring ticks of [lo, hi] apart."""
-    step = (hi - lo) / 5 if hi > lo else 1.0
-    digits = max(0, 1 - math.floor(math.log10(step)))
-    return f"{t:.{digits}f}"
+def _rliable_svg(docs: list[dict[str, Any]], suite: str) -> str:
+    """Rliable's interval estimates of the IQM ratio vs LP and the performance profile, as SVG.
 
+    One row per completed submission (hard and open track); the profile is the fraction of
+    episodes whose ratio vs the LP exceeds τ, with 95% stratified-bootstrap bands.
+    """
+    import io
 
-def _svg_plot(rows: list[dict[str, Any]], suite: str) -> str:
-    """Mean wait (IQM, with its interval) against mean worst-case risk, one point per agent."""
-    pts = [r for r in rows if r.get("mean_wait") is not None and r.get("risk") is not None]
-    w, h, ml, mr, mt, mb = 900, 420, 70, 150, 20, 50
-    if not pts:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from rliable import library as rly
+    from rliable import plot_utils
+
+    done = [d for d in docs if d.get("status") == "ok" and d.get("aggregate")]
+    scores = {d["submission"]["name"]: _episode_ratios(d) for d in done}
+    scores = {k: v for k, v in scores.items() if v is not None}
+    if not scores:
         return f'<p class="empty">No completed result on suite {html.escape(suite)} to plot.</p>'
-    xs = [r["risk"] for r in pts] + [r["bound"] for r in pts]
-    ys = [r["mean_wait_low"] for r in pts] + [r["mean_wait_high"] for r in pts]
-    x0, x1 = min(xs), max(xs)
-    pad = max((x1 - x0) * 0.08, abs(x1) * 0.01) or 1.0  # at least 1% of the scale
-    x0, x1 = x0 - pad, x1 + pad
-    y0, y1 = 0.0, max(ys) * 1.1 or 1.0
-
-    def sx(x: float) -> float:
-        return ml + (x - x0) / (x1 - x0) * (w - ml - mr)
-
-    def sy(y: float) -> float:
-        return h - mb - (y - y0) / (y1 - y0) * (h - mt - mb)
-
-    out = [
-        f'<svg class="plot" data-suite="{html.escape(suite)}" viewBox="0 0 {w} {h}" '
-        f'width="{w}" height="{h}" role="img" aria-label="mean wait against worst-case risk">',
-        f'<rect x="{ml}" y="{mt}" width="{w - ml - mr}" height="{h - mt - mb}" '
-        'fill="none" stroke="#999"/>',
-    ]
-    for t in _ticks(x0, x1):
-        out.append(
-            f'<line x1="{sx(t):.1f}" y1="{h - mb}" x2="{sx(t):.1f}" y2="{h - mb + 5}" '
-            'stroke="#333"/>'
-            f'<text x="{sx(t):.1f}" y="{h - mb + 18}" text-anchor="middle">'
-            f"{_tick_label(t, x0, x1)}</text>"
-        )
-    for t in _ticks(y0, y1):
-        out.append(
-            f'<line x1="{ml - 5}" y1="{sy(t):.1f}" x2="{ml}" y2="{sy(t):.1f}" stroke="#333"/>'
-            f'<text x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">'
-            f"{_tick_label(t, y0, y1)}</text>"
-        )
-    out.append(
-        f'<text x="{(ml + w - mr) / 2}" y="{h - 10}" text-anchor="middle">worst-case risk '
-        "(attacker's expected gain, mean over instances)</text>"
-        f'<text transform="translate(16 {(mt + h - mb) / 2}) rotate(-90)" '
-        'text-anchor="middle">mean wait, minutes (IQM, 95% CI)</text>'
-    )
-    bound = sum(r["bound"] for r in pts) / len(pts)
-    out.append(
-        f'<line x1="{sx(bound):.1f}" y1="{mt}" x2="{sx(bound):.1f}" y2="{h - mb}" '
-        'stroke="#c00" stroke-dasharray="5 4"/>'
-        f'<text x="{sx(bound) - 4:.1f}" y="{h - mb - 6}" fill="#c00" text-anchor="end">'
-        "bound Σψ</text>"
-    )
-    colors = {"hard": "#1f77b4", "open": "#ff7f0e"}
-    # labels to the right of their points, pushed apart vertically (with a leader line)
-    placed: list[tuple[float, float]] = []  # (x, y) of labels already placed
-    for r in sorted(pts, key=lambda r: sy(r["mean_wait"])):
-        cx, cy = sx(r["risk"]), sy(r["mean_wait"])
-        ly = cy - 6
-        for px, py in sorted(placed, key=lambda p: p[1]):
-            if abs(px - (cx + 10)) < 120 and abs(py - ly) < 13:
-                ly = py + 13
-        placed.append((cx + 10, ly))
-        color = colors.get(r["track"], "#777")
-        name = html.escape(r["agent"])
-        leader = (
-            f'<line x1="{cx + 3:.1f}" y1="{cy:.1f}" x2="{cx + 9:.1f}" y2="{ly - 4:.1f}" '
-            'stroke="#aaa"/>'
-            if abs(ly - (cy - 6)) > 3
-            else ""
-        )
-        out.append(
-            f'<g class="point" data-agent="{name}">'
-            f'<line x1="{cx:.1f}" y1="{sy(r["mean_wait_low"]):.1f}" x2="{cx:.1f}" '
-            f'y2="{sy(r["mean_wait_high"]):.1f}" stroke="{color}"/>'
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{color}">'
-            f"<title>{name}: {r['mean_wait']:.2f} min, risk {r['risk']:.4f}</title></circle>"
-            f'{leader}<text x="{cx + 10:.1f}" y="{ly:.1f}" class="lbl">{name}</text></g>'
-        )
-    lx = w - mr + 15
-    out.append(
-        f'<circle cx="{lx}" cy="{mt + 10}" r="5" fill="{colors["hard"]}"/>'
-        f'<text x="{lx + 10}" y="{mt + 14}">hard track</text>'
-        f'<circle cx="{lx}" cy="{mt + 30}" r="5" fill="{colors["open"]}"/>'
-        f'<text x="{lx + 10}" y="{mt + 34}">open track</text>'
-    )
-    out.append("</svg>")
+    names = sorted(scores, key=lambda n: -np.median(scores[n]))
+    agg = {d["submission"]["name"]: d["aggregate"]["ratio_vs_lp"] for d in done}
+    points = {n: np.array([agg[n]["iqm"]]) for n in names}
+    intervals = {n: np.array([[agg[n]["iqm_low"]], [agg[n]["iqm_high"]]]) for n in names}
+    hi = max(float(np.max(v)) for v in scores.values())
+    taus = np.linspace(0.0, max(2.0, hi), 61)
+    profiles, bands = rly.create_performance_profile(
+        {n: scores[n] for n in names}, taus, reps=200)
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tsg-envs",
+                         "font.size": 9}):
+        fig_iv, _ = plot_utils.plot_interval_estimates(
+            points, intervals, metric_names=["IQM ratio vs LP (95% CI)"], algorithms=names,
+            xlabel="ratio vs static LP (higher is better)", xlabel_y_coordinate=-0.3,
+            subfigure_width=4.5, row_height=0.35)
+        fig_pp, ax = plt.subplots(figsize=(6.0, 3.6))
+        plot_utils.plot_performance_profiles(
+            profiles, taus, performance_profile_cis=bands, ax=ax,
+            xlabel=r"ratio vs static LP $\tau$",
+            ylabel=r"fraction of episodes with ratio $> \tau$")
+        ax.axvline(1.0, color="#999", lw=0.8, ls="--")
+        ax.legend(names, loc="upper right", fontsize=8, frameon=False)
+        out = []
+        for fig, label in ((fig_iv, "interval-estimates"), (fig_pp, "performance-profile")):
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+            plt.close(fig)
+            svg = buf.getvalue()
+            svg = svg[svg.index("<svg"):]
+            out.append(f'<figure class="plot" data-plot="{label}" '
+                       f'data-suite="{html.escape(suite)}">{svg}</figure>')
     return "".join(out)
 
 
@@ -369,7 +326,8 @@ th{background:#f3f3f3;cursor:pointer;user-select:none}
 th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}
 tr.track-open td.track{color:#b35900}tr.track-failed td{color:#a00}
 tr.track-hard td.track{color:#1f5fa0}
-.ci{color:#777;font-size:.8em}svg.plot{font-size:11px}svg .lbl{font-size:11px}
+.ci{color:#777;font-size:.8em}
+figure.plot{display:inline-block;margin:0 1.5rem 1rem 0}figure.plot svg{max-width:100%;height:auto}
 .notes{font-size:.85rem;color:#555}
 """
 
@@ -497,8 +455,8 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
             f'<section id="suite-{html.escape(name)}"><h2>Suite {html.escape(name)}</h2>',
             f"<p>{html.escape(desc)}</p>" if desc else "",
             f'<div class="scroll" id="table-{html.escape(name)}"></div>',
-            "<h3>Mean wait against worst-case risk</h3>",
-            _svg_plot(rows, name),
+            "<h3>Ratio vs the static LP: IQM with 95% intervals, and performance profiles</h3>",
+            _rliable_svg([d for d in docs if d["suite"]["name"] == name], name),
         ]
         notes = [(r["agent"], n) for r in rows for n in r["notes"]]
         if notes:

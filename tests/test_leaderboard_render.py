@@ -7,6 +7,7 @@ Chromium it skips and says how to get it.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -88,7 +89,14 @@ def test_render_contains_every_result(results: Path, tmp_path: Path) -> None:
     blob = re.search(r'<script id="lb-data" type="application/json">(.*?)</script>', page, re.S)
     data = json.loads(blob.group(1).replace("<\\/", "</"))
     assert {r["agent"] for s in data["suites"] for r in s["rows"]} == set(docs)
-    assert page.count('<g class="point"') == 3
+    # rliable's interval estimates and performance profile of every completed row
+    assert page.count('data-plot="interval-estimates"') == 1
+    assert page.count('data-plot="performance-profile"') == 1
+    plots = page.split('data-plot="interval-estimates"', 1)[1].split("</section>", 1)[0]
+    completed = [n for n, d in docs.items() if d["status"] == "ok"]
+    assert len(completed) == 3
+    for name in completed:
+        assert html.escape(name) in plots or name in plots, name
     assert "<&>" not in page.split('<script id="lb-data"')[0]  # escaped outside the JSON
 
 
