@@ -101,7 +101,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         )
         doc = evaluate_submission(
             spec, suite, workers=args.workers, progress=not args.no_progress, reps=args.reps,
-            limits=limits,
+            limits=limits, backend=args.backend, address=args.address,
         )
         print(format_rows(doc))
         try:
@@ -237,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--memory-mb", type=int, default=Limits.memory_mb, metavar="MIB",
                     help="address-space limit of the submission's process (default "
                     "%(default)s; 0: none)")
+    ev.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="local processes (--workers) or one Ray task per unit (default "
+                    "%(default)s)")
+    ev.add_argument("--address", default=None,
+                    help="Ray cluster address for --backend ray (default: start a local Ray "
+                    "with --workers CPUs)")
     ev.add_argument("--no-isolation", action="store_true",
                     help="do not run the submission's process under bubblewrap (the result "
                     "records isolation as off)")

@@ -290,6 +290,27 @@ def _evaluate_unit(
             "description": played.description}
 
 
+def _ray_units(spec: SubmissionSpec, suite: Suite, units: list[tuple[str, int]], limits: Limits,
+               address: str | None, workers: int, bar: Any) -> list[dict[str, Any]]:
+    """Each unit as a Ray task (results in suite order, as the local backend)."""
+    try:
+        import ray
+    except ImportError as err:
+        raise RuntimeError("--backend ray needs Ray: pip install 'tsg-envs[ray]'") from err
+    if not ray.is_initialized():
+        if address is None:
+            ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    task = ray.remote(num_cpus=1, max_retries=0)(_worker_unit)
+    refs = [task.remote((spec, suite, e, i, limits)) for e, i in units]
+    outs = []
+    for ref in refs:
+        outs.append(ray.get(ref))
+        bar.update(len(suite.arrival_seeds) + 1)
+    return outs
+
+
 def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int, Limits]) -> dict[str, Any]:
     spec, suite, env_id, instance_seed, limits = args
     return evaluate_unit(spec, suite, env_id, instance_seed, limits=limits)
@@ -308,6 +329,8 @@ def evaluate_submission(
     progress: bool = True,
     reps: int = BOOTSTRAP_REPS,
     limits: Limits | None = None,
+    backend: str = "local",
+    address: str | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``spec`` on every unit of ``suite`` and build the result document.
 
@@ -322,6 +345,10 @@ def evaluate_submission(
         progress: Show a progress bar (tqdm, on stderr).
         reps: Bootstrap replications of the intervals.
         limits: Time and memory limits of the submission's processes.
+        backend: ``"local"`` (this process, or ``workers`` local processes) or ``"ray"`` (one
+            Ray task per unit: a local Ray started here, or the cluster at ``address``; every
+            node needs this package installed). The result does not depend on it.
+        address: The Ray cluster's address (``--backend ray`` only; None: a local Ray).
 
     Returns:
         A result document that conforms to :data:`leaderboard.schema.SCHEMA`.
@@ -370,7 +397,9 @@ def evaluate_submission(
             disable=not progress,
         )
         outs: list[dict[str, Any]]
-        if workers <= 1:
+        if backend == "ray":
+            outs = _ray_units(spec, suite, units, limits, address, workers, bar)
+        elif workers <= 1:
             outs = [
                 evaluate_unit(spec, suite, e, i, tick=bar.update, limits=limits)
                 for e, i in units

@@ -424,3 +424,15 @@ def test_verify_passes_on_a_fresh_result_and_fails_on_an_edited_one(
     assert not is_verified(path)
     assert main(["verify", str(path), "--no-progress"]) == 1
     assert "NOT VERIFIED" in capsys.readouterr().out and not is_verified(path)
+
+
+def test_ray_backend_gives_the_local_digest(centre_doc: dict) -> None:
+    ray = pytest.importorskip("ray")
+    path = Path(centre_doc["submission"]["source"])
+    try:
+        doc = evaluate_submission(SubmissionSpec(str(path)), TINY, workers=2, progress=False,
+                                  reps=REPS, backend="ray")
+    finally:
+        ray.shutdown()
+    assert doc["status"] == "ok"
+    assert doc["metrics_digest"] == centre_doc["metrics_digest"]
