@@ -78,6 +78,11 @@ CHEATS = {
     "mutates_its_env": dict(make_extra="env.unwrapped.risk_bound.setflags(write=True); "
                             "env.unwrapped.risk_bound[:] = 1e9"),
     "mutates_obs_and_info": dict(act_extra="obs[:] = 0; info['time'] = -1.0"),
+    # Reaches every live environment it can find from inside act and loosens its bound: in its
+    # own process, it finds only its own.
+    "reaches_live_objects": dict(act_extra=(
+        "import gc; [setattr(o, 'risk_slack', 99.0) for o in gc.get_objects() "
+        "if type(o).__name__ in ('ScreeningEnv', 'ScreeningVectorEnv')]")),
     # Replaces library functions at import: the evaluator's copies are untouched.
     "patches_the_library": dict(head=(
         "import tsg_envs.harness, tsg_envs.rollout, leaderboard.evaluate\n"
