@@ -82,8 +82,16 @@ def git_commit(
     return commit
 
 
+#: Paths of generated outputs, left out of the ``git_dirty`` check.
+OUTPUT_DIRS = ("results", "runs", "LEADERBOARD.md", "README.md", "docs/leaderboard.html")
+
+
 def provenance(repo: Path | None = None) -> dict[str, Any]:
-    """Package versions, Python, platform, hardware, git commit (None outside a repository)."""
+    """Package versions, Python, platform, hardware, git commit (None outside a repository).
+
+    ``git_dirty`` says whether tracked code differs from the commit; generated outputs
+    (:data:`OUTPUT_DIRS`) are left out, since regenerating them is what a run does.
+    """
     packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
@@ -93,7 +101,9 @@ def provenance(repo: Path | None = None) -> dict[str, Any]:
     commit = git(["rev-parse", "HEAD"], repo)
     dirty = None
     if commit is not None:
-        status = git(["status", "--porcelain", "--untracked-files=no"], repo)
+        # Outputs (results, runs) being regenerated do not make the code dirty.
+        status = git(["status", "--porcelain", "--untracked-files=no", "--", ".",
+                      *(f":(exclude){p}" for p in OUTPUT_DIRS)], repo)
         dirty = None if status is None else bool(status)
     return {
         "packages": packages,
