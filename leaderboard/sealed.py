@@ -1,6 +1,6 @@
 """Sealed evaluation: a submission's code runs in its own spawned process, never the evaluator's.
 
-:class:`SealedAgent` starts a fresh Python process (``python -m leaderboard.sealed``, so nothing of
+:class:`SealedAgent` starts a fresh Python process (``python -c ...``, so nothing of
 the evaluator's memory is inherited) that imports the submission, builds **its own** copy of the
 unit's environment, calls ``make_agent`` on it and then answers ``act`` / ``act_batch`` / ``reset``
 requests over a socket. The evaluator keeps its environments, references, risk probe, caches and
@@ -46,6 +46,9 @@ BWRAP_ARGS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unsh
               "--die-with-parent", "--new-session")
 
 _HEADER = struct.Struct("<I")
+#: The child's command line (``python -c``; ``-m leaderboard.sealed`` would import the module
+#: twice, once through the package).
+_CHILD = "import sys; from leaderboard.sealed import main; raise SystemExit(main(sys.argv[1:]))"
 #: Largest reply accepted (bytes): a batch of actions is far smaller.
 MAX_REPLY_BYTES = 64 * 2**20
 
@@ -194,7 +197,7 @@ class SealedAgent:
         self.isolated = prefix is not None
         self._tmp = tempfile.mkdtemp(prefix="tsg-submission-")
         sandbox = [*prefix, "--bind", self._tmp, self._tmp, "--"] if prefix else []
-        cmd = [*sandbox, sys.executable, "-m", "leaderboard.sealed", str(theirs.fileno())]
+        cmd = [*sandbox, sys.executable, "-c", _CHILD, str(theirs.fileno())]
         env = {**os.environ, "TMPDIR": self._tmp, "MPLCONFIGDIR": os.path.join(self._tmp, "mpl"),
                "PYTHONDONTWRITEBYTECODE": "1"}
         self._proc = subprocess.Popen(cmd, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
@@ -342,7 +345,7 @@ def _plain(info: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - the child's entry point
-    """``python -m leaderboard.sealed FD``: serve one submission over the socket ``FD``."""
+    """The child's entry point: serve one submission over the socket ``FD`` (``argv[0]``)."""
     args = sys.argv[1:] if argv is None else argv
     conn = Connection(int(args[0]))
     try:
@@ -353,5 +356,3 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - the child'
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
