@@ -301,8 +301,9 @@ def _rliable_svg(docs: list[dict[str, Any]], suite: str) -> str:
             profiles, taus, performance_profile_cis=bands, ax=ax,
             xlabel=r"ratio vs static LP $\tau$",
             ylabel=r"fraction of episodes with ratio $> \tau$")
+        lines = list(ax.lines[:len(names)])  # one line per agent, in the profiles' order
         ax.axvline(1.0, color="#999", lw=0.8, ls="--")
-        ax.legend(names, loc="upper right", fontsize=8, frameon=False)
+        ax.legend(lines, names, loc="upper right", fontsize=8, frameon=False)
         out = []
         for fig, label in ((fig_iv, "interval-estimates"), (fig_pp, "performance-profile")):
             buf = io.StringIO()
@@ -318,15 +319,16 @@ def _rliable_svg(docs: list[dict[str, Any]], suite: str) -> str:
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
 max-width:1500px;padding:0 1rem;color:#222}
-table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
-th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:right;white-space:nowrap}
+table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}
+th,td{border:1px solid #ccc;padding:.25rem .4rem;text-align:right;white-space:nowrap}
+th{white-space:normal;max-width:7.5rem;vertical-align:bottom}
 td.agent,td.track,td.reason,td.training,td.commit{text-align:left}td.reason{white-space:normal;max-width:60rem}
 .scroll{overflow-x:auto}
 th{background:#f3f3f3;cursor:pointer;user-select:none}
 th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}
 tr.track-open td.track{color:#b35900}tr.track-failed td{color:#a00}
 tr.track-hard td.track{color:#1f5fa0}
-.ci{color:#777;font-size:.8em}
+.ci{color:#777;font-size:.8em;display:block}
 figure.plot{display:inline-block;margin:0 1.5rem 1rem 0}figure.plot svg{max-width:100%;height:auto}
 .notes{font-size:.85rem;color:#555}
 """
