@@ -11,7 +11,7 @@ import pytest
 
 import tsg_envs
 from tsg_envs import GameConfig, make_game
-from tsg_envs.registration import ENTRY_POINT, PRESETS, Preset, register_all
+from tsg_envs.registration import ALIASES, ENTRY_POINT, PRESETS, Preset, register_all
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ID_ROW = re.compile(r"^\| `(tsg/[^`]+)` \|")
@@ -43,7 +43,7 @@ def test_readme_table_matches_presets_and_registry() -> None:
         f"README only: {sorted(set(ids) - set(PRESETS))}; "
         f"PRESETS only: {sorted(set(PRESETS) - set(ids))}"
     )
-    assert registered_ids() == set(PRESETS)
+    assert registered_ids() == set(PRESETS) | set(ALIASES)
 
 
 def test_registered_specs_are_the_presets() -> None:
@@ -52,7 +52,7 @@ def test_registered_specs_are_the_presets() -> None:
         assert spec.entry_point == ENTRY_POINT
         assert spec.kwargs == preset.kwargs
     register_all()  # idempotent
-    assert registered_ids() == set(PRESETS)
+    assert registered_ids() == set(PRESETS) | set(ALIASES)
 
 
 def test_preset_data_is_consistent() -> None:
@@ -133,3 +133,10 @@ def test_retired_v0_ids_point_to_v1() -> None:
     # v0 is retired (Version History): gym.make of a v0 id fails and names the current version.
     with pytest.raises(gym.error.Error, match="v1"):
         gym.make("tsg/Screening-Window-10F-v0")
+
+
+def test_the_specifications_default_name_still_makes_the_default_game() -> None:
+    old = gym.make("tsg/Screening-v0").unwrapped
+    new = gym.make("tsg/Screening-v1").unwrapped
+    assert (old.game.config, old.game.seed) == (new.game.config, new.game.seed)
+    np.testing.assert_array_equal(old.risk_bound, new.risk_bound)

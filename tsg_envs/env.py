@@ -192,7 +192,9 @@ class ScreeningEnv(gym.Env):
       polytopes then sat at the best reachable risk). The static LP's policy and ψ are now unique
       (a strictly convex last stage): v0's ψ depended on HiGHS's path by up to 0.3% on
       ``tsg/Screening-v1``'s instances, so every id's polytopes moved by that much.
-    * v0: initial release (retired).
+    * v0: initial release (retired; ``tsg/Screening-v0``, the default game's name in the
+      specification, stays registered as an alias of ``tsg/Screening-v1``: the same instances,
+      ψ from the unique LP).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}

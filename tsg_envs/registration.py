@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import gymnasium as gym
 
-__all__ = ["Preset", "PRESETS", "register_all", "ENTRY_POINT", "VECTOR_ENTRY_POINT"]
+__all__ = ["ALIASES", "Preset", "PRESETS", "register_all", "ENTRY_POINT", "VECTOR_ENTRY_POINT"]
 
 #: A factory function rather than the class: ``gym.make`` reads the entry point's ``metadata`` and,
 #: for ``render_mode="human"`` on an env without it, silently swaps in its pygame window wrapper,
@@ -136,6 +136,11 @@ def _presets() -> tuple[Preset, ...]:
 #: Every registered preset, by id.
 PRESETS: dict[str, Preset] = {p.id: p for p in _presets()}
 
+#: Older names kept registered, each for the preset it now names. ``tsg/Screening-v0`` is the
+#: default game's name in the public specification: the same instances as ``tsg/Screening-v1``
+#: (only the LP's ψ changed, by at most 0.31%, when the LP reference became unique).
+ALIASES: dict[str, str] = {"tsg/Screening-v0": f"tsg/Screening-v{VERSION}"}
+
 
 def register_all() -> None:
     """Register every preset with Gymnasium (idempotent)."""
@@ -148,3 +153,7 @@ def register_all() -> None:
             vector_entry_point=VECTOR_ENTRY_POINT,
             kwargs=preset.kwargs,
         )
+    for alias, target in ALIASES.items():
+        if alias not in gym.registry:
+            gym.register(id=alias, entry_point=ENTRY_POINT,
+                         vector_entry_point=VECTOR_ENTRY_POINT, kwargs=PRESETS[target].kwargs)
