@@ -316,7 +316,7 @@ def _solve_window(
     h.setOptionValue("presolve", "on" if path.presolve else "off")
     for name in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
         h.setOptionValue(name, _HIGHS_TOL)
-    x, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP")
+    _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP")
     best = -objective
     ucol_idx = np.arange(n_pi, n_pi + nu, dtype=np.int32)
     # Each later stage keeps the earlier objectives at their optima by a row (relaxed by
