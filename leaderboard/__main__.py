@@ -6,6 +6,10 @@ Subcommands:
   submission (a ``.py`` file defining ``make_agent(env)``, or a baseline name, optionally with
   ``--checkpoint``), writes its result JSON under ``DIR`` and prints its row beside the static
   LP's. A result never silently replaces a different one (``--force`` to do it on purpose).
+  ``evaluate --attacker FILE|NAME ...`` evaluates an attacker (a file defining
+  ``make_attacker(env)``, or ``random``, ``dqn``, ``best-response``) against the panel of
+  defenders (:mod:`leaderboard.attacker`); its result is ``NAME--SUITE--attacker.json``.
+* ``panel --suite S`` trains (again) the panel's committed α-DDPG checkpoints of a suite.
 * ``render [--results DIR] [--markdown FILE] [--html FILE]`` writes ``LEADERBOARD.md`` and the
   static page from the committed results.
 * ``paper [--quick] [--out DIR]`` regenerates the paper's four experiments (PNG + CSV).
@@ -25,7 +29,7 @@ from typing import Any
 
 from leaderboard.sealed import Limits
 
-__all__ = ["main", "format_rows"]
+__all__ = ["main", "format_rows", "format_attacker_rows"]
 
 
 def _fmt(block: dict[str, float] | None, key: str = "iqm", digits: int = 2) -> str:
@@ -75,6 +79,26 @@ def format_rows(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_attacker_rows(doc: dict[str, Any]) -> str:
+    """An attacker's result: one line per panel defender (gain, best response, fraction)."""
+    name = doc["submission"]["name"]
+    head = (f"{'attacker':<16} {'defender':<14} {'gain (IQM)':>22} {'best response (IQM)':>22} "
+            f"{'fraction of best response (IQM)':>32} {'struck':>7}")
+    if doc["status"] != "ok":
+        return f"{head}\n{name:<16} FAILED: {doc['error']}"
+    lines = [head]
+    for defender, block in doc["defenders"].items():
+        lines.append(
+            f"{name:<16} {defender:<14} {_fmt(block['gain'], digits=3):>22} "
+            f"{_fmt(block['best_response_gain'], digits=3):>22} "
+            f"{_fmt(block['fraction_of_best_response'], digits=3):>32} "
+            f"{block['struck']:>7.2f}"
+        )
+    for note in doc["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from leaderboard.evaluate import evaluate_submission
     from leaderboard.schema import ResultExistsError, save_result
@@ -82,28 +106,41 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from leaderboard.suites import get_suite
 
     suite = get_suite(args.suite)
+    attacker = bool(args.attacker)
+    sources = args.attacker if attacker else args.agent
     try:
         limits = Limits(call_s=args.call_timeout, unit_s=args.unit_timeout,
                         memory_mb=args.memory_mb or None, isolate=not args.no_isolation)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if len(args.agent) > 1 and (args.name or args.checkpoint):
-        print("error: --name and --checkpoint need a single --agent", file=sys.stderr)
+    if len(sources) > 1 and (args.name or args.checkpoint):
+        print("error: --name and --checkpoint need a single --agent or --attacker",
+              file=sys.stderr)
         return 2
     code = 0
-    for agent in args.agent:  # in one process: the references' episodes are computed once
+    for agent in sources:  # in one process: the references' episodes are computed once
         spec = SubmissionSpec(
             source=agent,
             checkpoint=args.checkpoint,
             name=args.name,
             train_gradient_steps=args.train_gradient_steps,
         )
-        doc = evaluate_submission(
-            spec, suite, workers=args.workers, progress=not args.no_progress, reps=args.reps,
-            limits=limits, backend=args.backend, address=args.address,
-        )
-        print(format_rows(doc))
+        if attacker:
+            from leaderboard.attacker import evaluate_attacker
+
+            doc = evaluate_attacker(
+                spec, suite, workers=args.workers, progress=not args.no_progress,
+                reps=args.reps, limits=limits, backend=args.backend, address=args.address,
+                cache=Path(args.out) / "panel",
+            )
+            print(format_attacker_rows(doc))
+        else:
+            doc = evaluate_submission(
+                spec, suite, workers=args.workers, progress=not args.no_progress,
+                reps=args.reps, limits=limits, backend=args.backend, address=args.address,
+            )
+            print(format_rows(doc))
         try:
             path = save_result(doc, args.out, force=args.force)
         except ResultExistsError as err:
@@ -162,6 +199,22 @@ def _cmd_paper(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_panel(args: argparse.Namespace) -> int:
+    from leaderboard.attacker import PANEL_DIR, train_panel_checkpoint, write_panel_manifest
+    from leaderboard.suites import get_suite
+
+    units = sorted({u for name in args.suite for u in get_suite(name).units})
+    for env_id, instance in units:
+        target = PANEL_DIR / "alpha-ddpg" / f"{env_id.replace('/', '_')}_i{instance}.pt"
+        if target.is_file() and not args.force:
+            print(f"kept {target}")
+            continue
+        train_panel_checkpoint(env_id, instance, target, progress=not args.no_progress)
+        print(f"trained {target}")
+    print(f"wrote {write_panel_manifest()}")
+    return 0
+
+
 def _cmd_suites(args: argparse.Namespace) -> int:
     from leaderboard.suites import EVAL_SEED_BASE, SUITES
 
@@ -207,12 +260,19 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     ev = sub.add_parser("evaluate", help="evaluate a submission on a suite")
-    ev.add_argument(
+    who = ev.add_mutually_exclusive_group(required=True)
+    who.add_argument(
         "--agent",
-        required=True,
         action="append",
-        help="a .py file defining make_agent(env), or a baseline name "
+        help="a defender: a .py file defining make_agent(env), or a baseline name "
         "(python -m leaderboard evaluate --agent lp ...); repeat to evaluate several",
+    )
+    who.add_argument(
+        "--attacker",
+        action="append",
+        help="an attacker: a .py file defining make_attacker(env), or random, dqn or "
+        "best-response; it plays the panel of defenders (lp, slack-guided, centre, "
+        "alpha-ddpg); repeat to evaluate several",
     )
     ev.add_argument("--suite", default="quick", help="micro, demo, quick or full")
     ev.add_argument("--out", default="runs/leaderboard", help="directory for the result JSON")
@@ -220,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument(
         "--checkpoint",
         default=None,
-        help="checkpoint of a learned baseline; may hold {env} and {instance} to pick one per unit",
+        help="checkpoint of a learned baseline (or of the dqn attacker); may hold {env} and "
+        "{instance} to pick one per unit",
     )
     ev.add_argument(
         "--train-gradient-steps",
@@ -287,6 +348,13 @@ def main(argv: list[str] | None = None) -> int:
     rm.add_argument("--main-job", action="store_true",
                     help="rerun the README's main job into results/main_job.txt first")
     rm.set_defaults(func=_cmd_readme)
+
+    pn = sub.add_parser("panel", help="train the attacker track's committed alpha-DDPG "
+                        "checkpoints (10,000 gradient steps, seed 0) for the units of suites")
+    pn.add_argument("--suite", action="append", required=True, help="suite (repeatable)")
+    pn.add_argument("--force", action="store_true", help="retrain existing checkpoints")
+    pn.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pn.set_defaults(func=_cmd_panel)
 
     sub.add_parser("suites", help="list the suites").set_defaults(func=_cmd_suites)
     sub.add_parser("schema", help="print the result JSON Schema").set_defaults(func=_cmd_schema)

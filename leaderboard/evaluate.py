@@ -57,6 +57,7 @@ __all__ = [
     "run_episodes",
     "evaluate_unit",
     "evaluate_submission",
+    "map_units",
 ]
 
 #: How the LP reference is described in every result.
@@ -290,24 +291,54 @@ def _evaluate_unit(
             "description": played.description}
 
 
-def _ray_units(spec: SubmissionSpec, suite: Suite, units: list[tuple[str, int]], limits: Limits,
-               address: str | None, workers: int, bar: Any) -> list[dict[str, Any]]:
-    """Each unit as a Ray task (results in suite order, as the local backend)."""
-    try:
-        import ray
-    except ImportError as err:
-        raise RuntimeError("--backend ray needs Ray: pip install 'tsg-envs[ray]'") from err
-    if not ray.is_initialized():
-        if address is None:
-            ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
-    task = ray.remote(num_cpus=1, max_retries=0)(_worker_unit)
-    refs = [task.remote((spec, suite, e, i, limits)) for e, i in units]
-    outs = []
-    for ref in refs:
-        outs.append(ray.get(ref))
-        bar.update(len(suite.arrival_seeds) + 1)
+def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int = 1,
+              backend: str = "local", address: str | None = None,
+              on_done: Callable[[], None] | None = None,
+              local: Callable[[Any], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """``[fn(a) for a in args]``, in this process, ``workers`` local processes or Ray tasks.
+
+    Results come back in the order of ``args`` whatever the backend, so a result never
+    depends on timing. ``fn`` must be a module-level function (it is pickled to the workers).
+
+    Args:
+        fn: The unit's work.
+        args: One argument per unit.
+        workers: Local processes (1: this process), or the CPUs of a local Ray.
+        backend: ``"local"`` or ``"ray"`` (a local Ray started here, or the cluster at
+            ``address``; every node needs this package installed).
+        address: Ray cluster address.
+        on_done: Called after each unit completed by a worker or a Ray task.
+        local: Replaces ``fn`` when running in this process (e.g. to tick a progress bar).
+    """
+    on_done = on_done or (lambda: None)
+    if backend == "ray":
+        try:
+            import ray
+        except ImportError as err:
+            raise RuntimeError("--backend ray needs Ray: pip install 'tsg-envs[ray]'") from err
+        if not ray.is_initialized():
+            if address is None:
+                ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+        task = ray.remote(num_cpus=1, max_retries=0)(fn)
+        refs = [task.remote(a) for a in args]
+        outs = []
+        for ref in refs:
+            outs.append(ray.get(ref))
+            on_done()
+        return outs
+    if backend != "local":
+        raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+    if workers <= 1:
+        return [(local or fn)(a) for a in args]
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(fn, a) for a in args]
+        outs = []
+        for fut in futures:  # in order: the result does not depend on timing
+            outs.append(fut.result())
+            on_done()
     return outs
 
 
@@ -396,23 +427,12 @@ def evaluate_submission(
             unit=" ep+probe",
             disable=not progress,
         )
-        outs: list[dict[str, Any]]
-        if backend == "ray":
-            outs = _ray_units(spec, suite, units, limits, address, workers, bar)
-        elif workers <= 1:
-            outs = [
-                evaluate_unit(spec, suite, e, i, tick=bar.update, limits=limits)
-                for e, i in units
-            ]
-        else:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futures = [pool.submit(_worker_unit, (spec, suite, e, i, limits))
-                           for e, i in units]
-                outs = []
-                for fut in futures:  # in suite order: the result does not depend on timing
-                    outs.append(fut.result())
-                    bar.update(len(suite.arrival_seeds) + 1)
+        outs = map_units(
+            _worker_unit, [(spec, suite, e, i, limits) for e, i in units], workers=workers,
+            backend=backend, address=address,
+            on_done=lambda: bar.update(len(suite.arrival_seeds) + 1),
+            local=lambda a: evaluate_unit(*a[:4], tick=bar.update, limits=a[4]),
+        )
         bar.close()
         doc["units"] = [o["unit"] for o in outs]
         described = [o["description"] for o in outs if o.get("description")]

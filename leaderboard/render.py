@@ -221,9 +221,84 @@ def suite_tables(rows_or_docs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_ATTACKER_INTRO = """\
+**Attacker track** (`python -m leaderboard evaluate --attacker FILE|NAME`): each row is one
+attacker played, sealed, against a fixed panel of defenders on every unit and day of the suite,
+at every attacker level θ weighted by its prior. A cell is the attacker's **fraction of the
+best response**: its gain Σ_θ P_θ g_θ over the gain of the exact best response to that defender
+on the same day (1 = as damaging as an attacker that knows the defender and the day), IQM with
+a 95% stratified-bootstrap interval, then the mean gain in parentheses.
+"""
+
+
+def _is_attacker(doc: dict[str, Any]) -> bool:
+    return doc.get("track") == "attacker"
+
+
+def attacker_tables(docs: list[dict[str, Any]]) -> str:
+    """The attacker table of one suite's attacker results (attackers x panel defenders)."""
+    from leaderboard.attacker import PANEL
+
+    ok = [d for d in docs if d["status"] == "ok"]
+    panel = [p for p in PANEL if all(p in d["defenders"] for d in ok)] if ok else list(PANEL)
+
+    def mean_fraction(d: dict[str, Any]) -> float:
+        vals = [d["defenders"][p]["fraction_of_best_response"] for p in panel]
+        return float(np.mean([v["iqm"] for v in vals if v is not None] or [0.0]))
+
+    ok.sort(key=lambda d: (-mean_fraction(d), d["submission"]["name"]))
+    lines = ["### Attacker track", ""]
+    if ok:
+        lines += ["| # | attacker | " + " | ".join(f"vs `{p}`" for p in panel)
+                  + " | training | commit | verified |"]
+        lines.append("|" + "---|" * (len(panel) + 5))
+        for k, d in enumerate(ok, 1):
+            cells = [str(k), f"`{_md_escape(d['submission']['name'])}`"]
+            for p in panel:
+                b = d["defenders"][p]
+                f = b["fraction_of_best_response"]
+                cells.append(("–" if f is None else _with_ci(f["iqm"], f["iqm_low"],
+                                                              f["iqm_high"]))
+                             + f" (gain {b['gain']['mean']:.3f})")
+            verified = "yes" if d.get("_path") and is_verified(d["_path"]) else "no"
+            cells += [_attacker_training(d), f"`{_commit(d)}`", verified]
+            lines.append("| " + " | ".join(cells) + " |")
+        notes = [(d["submission"]["name"], n) for d in ok for n in d["notes"]]
+        if notes:
+            lines.append("")
+            lines += [f"- `{_md_escape(a)}`: {_md_escape(n)}" for a, n in notes]
+        lines.append("")
+    failed = [d for d in docs if d["status"] != "ok"]
+    if failed:
+        lines += ["Failed attackers:", "", "| attacker | reason |", "|---|---|"]
+        lines += [f"| `{_md_escape(d['submission']['name'])}` | {_md_escape(d['error'] or '')} |"
+                  for d in failed]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _attacker_training(doc: dict[str, Any]) -> str:
+    sub = doc["submission"]
+    if sub.get("checkpoint"):
+        return "checkpoint"
+    if sub.get("learned"):
+        steps = sub.get("train_gradient_steps") or doc["suite"]["definition"].get(
+            "train_gradient_steps")
+        return f"{steps:,} gradient steps / instance (vs the LP)"
+    return "file" if sub["kind"] == "file" else "none"
+
+
+def _suite_order(names: set[str]) -> list[str]:
+    order = {"quick": 0, "full": 1, "demo": 2, "micro": 3}
+    return sorted(names, key=lambda n: (order.get(n, 9), n))
+
+
 def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboard") -> str:
     """``LEADERBOARD.md`` for the given results."""
     from leaderboard.suites import SUITES
+
+    attackers = [d for d in docs if _is_attacker(d)]
+    defenders = [d for d in docs if not _is_attacker(d)]
 
     lines = [
         "# Leaderboard",
@@ -233,8 +308,13 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
         "",
         _MD_INTRO,
     ]
-    for suite, rows in _suites(docs).items():
-        hashes = sorted({r["suite_hash"] for r in rows})
+    if attackers:
+        lines += [_ATTACKER_INTRO]
+    by_suite = _suites(defenders)
+    for suite in _suite_order(set(by_suite) | {d["suite"]["name"] for d in attackers}):
+        rows = by_suite.get(suite, [])
+        att = [d for d in attackers if d["suite"]["name"] == suite]
+        hashes = sorted({r["suite_hash"] for r in rows} | {d["suite"]["hash"] for d in att})
         desc = SUITES[suite].description if suite in SUITES else ""
         lines += [f"## Suite `{suite}`", ""]
         if desc:
@@ -247,6 +327,8 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
                 "",
             ]
         lines += suite_tables(rows).split("\n")
+        if att:
+            lines += attacker_tables(att).split("\n")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -432,6 +514,8 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
     """The static page: embedded rows, sortable tables (JavaScript) and an SVG plot per suite."""
     from leaderboard.suites import SUITES
 
+    attackers = [d for d in docs if _is_attacker(d)]
+    docs = [d for d in docs if not _is_attacker(d)]
     suites = _suites(docs)
     payload = {
         "columns": [list(c) for c in COLUMNS],
@@ -451,15 +535,26 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
         "<noscript><p>The tables need JavaScript; LEADERBOARD.md holds the same rows.</p>"
         "</noscript>",
     ]
-    for name, rows in suites.items():
+    if attackers:
+        parts.append(f'<p class="notes">{_md_inline(_ATTACKER_INTRO)}</p>')
+    att_suites = {d["suite"]["name"] for d in attackers}
+    for name in _suite_order(set(suites) | att_suites):
+        rows = suites.get(name, [])
         desc = SUITES[name].description if name in SUITES else ""
         parts += [
             f'<section id="suite-{html.escape(name)}"><h2>Suite {html.escape(name)}</h2>',
             f"<p>{html.escape(desc)}</p>" if desc else "",
-            f'<div class="scroll" id="table-{html.escape(name)}"></div>',
-            "<h3>Ratio vs the static LP: IQM with 95% intervals, and performance profiles</h3>",
-            _rliable_svg([d for d in docs if d["suite"]["name"] == name], name),
         ]
+        if rows:
+            parts += [
+                f'<div class="scroll" id="table-{html.escape(name)}"></div>',
+                "<h3>Ratio vs the static LP: IQM with 95% intervals, and performance profiles"
+                "</h3>",
+                _rliable_svg([d for d in docs if d["suite"]["name"] == name], name),
+            ]
+        att = [d for d in attackers if d["suite"]["name"] == name]
+        if att:
+            parts.append(_attacker_html(att))
         notes = [(r["agent"], n) for r in rows for n in r["notes"]]
         if notes:
             parts.append('<ul class="notes">')
@@ -472,6 +567,26 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"
+
+
+def _attacker_html(docs: list[dict[str, Any]]) -> str:
+    """The attacker table as static HTML (from the markdown table's rows)."""
+    md = attacker_tables(docs).split("\n")
+    out = ['<h3>Attacker track: fraction of the best response (IQM, 95% interval)</h3>']
+    rows = [line for line in md if line.startswith("|") and not line.startswith("|---")]
+    if rows:
+        out.append('<div class="scroll"><table>')
+        for k, line in enumerate(rows):
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            tag = "th" if k == 0 else "td"
+            out.append("<tr>" + "".join(f"<{tag}>{_md_inline(c)}</{tag}>" for c in cells)
+                       + "</tr>")
+        out.append("</table></div>")
+    items = [line[2:] for line in md if line.startswith("- ")]
+    if items:
+        out.append('<ul class="notes">' + "".join(f"<li>{_md_inline(i)}</li>" for i in items)
+                   + "</ul>")
+    return "\n".join(out)
 
 
 def render(

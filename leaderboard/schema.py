@@ -9,7 +9,8 @@ A result file holds one submission evaluated on one suite. Its top-level keys:
 | ``submission`` | name, kind (file / baseline), source, checkpoint, fingerprint (sha256) |
 | ``suite`` | name, hash (:meth:`Suite.digest`) and the full definition |
 | ``status`` | ``"ok"`` or ``"failed"``; ``error`` holds the reason of a failed row |
-| ``track`` | ``"hard"`` (no proposed violation, risk within bound), ``"open"``, or null |
+| ``track`` | ``"hard"`` (no proposed violation, risk within bound), ``"open"``, or null; |
+|  | ``"attacker"`` for an attacker's result (:data:`ATTACKER_SCHEMA`) |
 | ``notes`` | lines shown beside the row (violations, missing references) |
 | ``units`` | per (id, instance): status, error, risk probe, per-episode metrics |
 | ``aggregate`` | IQM / mean with 95% intervals (:mod:`leaderboard.aggregate`), or null |
@@ -36,6 +37,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "RESULT_KIND",
     "SCHEMA",
+    "ATTACKER_SCHEMA",
     "SchemaError",
     "ResultExistsError",
     "validate",
@@ -255,6 +257,78 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+_ATTACKER_EPISODE = {
+    "type": "object",
+    "required": ["arrival_seed", "gain", "best_response_gain", "fraction_of_best_response",
+                 "per_theta_gain", "per_theta_best", "strike_step", "flight", "method"],
+    "properties": {
+        "arrival_seed": {"type": "integer", "minimum": 0},
+        "gain": {"type": _NUM, "minimum": 0},
+        "best_response_gain": {"type": _NUM, "minimum": 0},
+        "fraction_of_best_response": {"type": _NUM_OR_NULL, "minimum": 0},
+        "per_theta_gain": {"type": "array", "items": {"type": _NUM}},
+        "per_theta_best": {"type": "array", "items": {"type": _NUM}},
+        "strike_step": {"type": "array", "items": {"type": "integer"}},
+        "flight": {"type": "array", "items": {"type": "integer"}},
+        "method": {"type": "array", "items": {"type": "integer"}},
+    },
+}
+
+_ATTACKER_DEFENDER = {
+    "type": "object",
+    "required": ["gain", "best_response_gain", "fraction_of_best_response",
+                 "fraction_of_means", "struck", "n_episodes"],
+    "properties": {
+        "gain": _INTERVAL,
+        "best_response_gain": _INTERVAL,
+        "fraction_of_best_response": _INTERVAL,
+        "fraction_of_means": {"type": _NUM_OR_NULL},
+        "struck": {"type": _NUM, "minimum": 0},
+        "n_episodes": {"type": "integer", "minimum": 1},
+    },
+}
+
+#: JSON Schema of an attacker-track result (``"track": "attacker"``): the same envelope
+#: (submission, suite, status, digest, provenance, timing), the panel it faced, per-unit duels
+#: per defender, and per-defender aggregates.
+ATTACKER_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "tsg-envs leaderboard result (attacker track)",
+    "type": "object",
+    "required": ["schema_version", "kind", "track", "submission", "suite", "status", "error",
+                 "notes", "panel", "units", "defenders", "metrics_digest", "provenance",
+                 "timing"],
+    "additionalProperties": False,
+    "properties": {
+        **{k: SCHEMA["properties"][k] for k in (
+            "schema_version", "kind", "submission", "suite", "status", "error", "notes",
+            "metrics_digest", "provenance", "timing")},
+        "track": {"const": "attacker"},
+        "panel": {"type": "object"},
+        "units": {"type": "array", "items": {
+            "type": "object",
+            "required": ["env_id", "instance_seed", "status", "error", "prior", "panel",
+                         "defenders"],
+            "properties": {
+                "env_id": {"type": "string"},
+                "instance_seed": {"type": "integer"},
+                "status": {"enum": ["ok", "failed"]},
+                "error": {"type": ["string", "null"]},
+                "n_passengers": {"type": "integer"},
+                "queue_mode": {"type": "string"},
+                "prior": {"type": "array", "items": {"type": _NUM, "minimum": 0}},
+                "panel": {"type": "object"},
+                "defenders": {"type": "object", "additionalProperties": {
+                    "type": "object", "required": ["episodes"],
+                    "properties": {"episodes": {"type": "array", "items": _ATTACKER_EPISODE}},
+                }},
+            },
+        }},
+        "defenders": {"type": ["object", "null"], "additionalProperties": _ATTACKER_DEFENDER},
+    },
+}
+
+
 class SchemaError(ValueError):
     """A result document does not conform to :data:`SCHEMA`."""
 
@@ -299,10 +373,15 @@ def _check(value: Any, schema: dict[str, Any], path: str, errors: list[str]) -> 
             if key not in value:
                 errors.append(f"{path}: missing required key {key!r}")
         props = schema.get("properties", {})
-        if schema.get("additionalProperties") is False:
+        extra = schema.get("additionalProperties")
+        if extra is False:
             for key in value:
                 if key not in props:
                     errors.append(f"{path}: unexpected key {key!r}")
+        elif isinstance(extra, dict):
+            for key in value:
+                if key not in props:
+                    _check(value[key], extra, f"{path}.{key}", errors)
         for key, sub in props.items():
             if key in value:
                 _check(value[key], sub, f"{path}.{key}", errors)
@@ -312,13 +391,14 @@ def _check(value: Any, schema: dict[str, Any], path: str, errors: list[str]) -> 
 
 
 def validate(doc: Any) -> None:
-    """Check ``doc`` against :data:`SCHEMA`.
+    """Check ``doc`` against :data:`SCHEMA` (:data:`ATTACKER_SCHEMA` for the attacker track).
 
     Raises:
         SchemaError: listing (up to 10 of) the problems, each with its JSON path.
     """
     errors: list[str] = []
-    _check(doc, SCHEMA, "$", errors)
+    attacker = isinstance(doc, dict) and doc.get("track") == "attacker"
+    _check(doc, ATTACKER_SCHEMA if attacker else SCHEMA, "$", errors)
     if errors:
         more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""
         raise SchemaError("result does not match the schema: " + "; ".join(errors[:10]) + more)
@@ -331,10 +411,14 @@ def metrics_digest(doc: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def result_filename(submission_name: str, suite_name: str) -> str:
-    """``{submission}--{suite}.json`` with the name reduced to ``[A-Za-z0-9._-]``."""
+def result_filename(submission_name: str, suite_name: str, track: str | None = None) -> str:
+    """``{submission}--{suite}.json`` (``...--attacker.json`` on the attacker track).
+
+    The name is reduced to ``[A-Za-z0-9._-]``.
+    """
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in submission_name)
-    return f"{safe}--{suite_name}.json"
+    tail = "--attacker" if track == "attacker" else ""
+    return f"{safe}--{suite_name}{tail}.json"
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
@@ -381,7 +465,8 @@ def save_result(doc: dict[str, Any], out_dir: str | Path, force: bool = False) -
     validate(doc)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / result_filename(doc["submission"]["name"], doc["suite"]["name"])
+    path = out / result_filename(doc["submission"]["name"], doc["suite"]["name"],
+                                 doc.get("track"))
     text = json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n"
     with open(out / ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

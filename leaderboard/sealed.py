@@ -38,7 +38,7 @@ import numpy as np
 
 from leaderboard.submission import SubmissionError, SubmissionSpec, describe_exception
 
-__all__ = ["Limits", "SealedAgent", "isolation"]
+__all__ = ["Limits", "SealedAgent", "SealedAttacker", "isolation"]
 
 #: bubblewrap's arguments: the whole file system read-only (a private temporary folder is bound
 #: writable per process), no network, and the process killed with its parent.
@@ -108,28 +108,40 @@ def _send(conn: Any, header: dict[str, Any], payload: bytes = b"") -> None:
 
 def _serve(conn: Any, spec: SubmissionSpec, env_id: str, instance_seed: int,
            env_kwargs: dict[str, Any], train_gradient_steps: int,
-           memory_mb: int | None) -> None:  # pragma: no cover - runs in the child process
-    """The submission's process: load, build the agent on its own env, answer requests."""
+           memory_mb: int | None, role: str = "defender") -> None:  # pragma: no cover - child
+    """The submission's process: load, build the agent on its own env, answer requests.
+
+    ``role`` is ``"defender"`` (``make_agent``; ``act`` answers an allocation, sent as raw
+    float64 bytes) or ``"attacker"`` (``make_attacker`` on an ``AttackerEnv`` of the unit;
+    ``act`` answers one integer, sent in the JSON header).
+    """
     try:
         if memory_mb is not None:
             import resource
 
             limit = int(memory_mb) * 2**20
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        from leaderboard.evaluate import make_unit_env
-        from leaderboard.submission import load_submission
+        if role == "attacker":
+            from leaderboard.attacker import attacker_unit_env, load_attacker
 
-        sub = load_submission(spec)
-        env = make_unit_env(env_id, instance_seed, env_kwargs)
+            sub = load_attacker(spec)
+            env = attacker_unit_env(env_id, instance_seed, env_kwargs)
+        else:
+            from leaderboard.evaluate import make_unit_env
+            from leaderboard.submission import load_submission
+
+            sub = load_submission(spec)
+            env = make_unit_env(env_id, instance_seed, env_kwargs)
+        factory = "make_attacker" if role == "attacker" else "make_agent"
         try:
             agent = sub.make_agent(env, env_id=env_id, instance_seed=instance_seed,
                                    env_kwargs=env_kwargs,
                                    train_gradient_steps=train_gradient_steps)
         except BaseException as err:  # noqa: BLE001 - every failure becomes a reason
-            _send(conn, {"kind": "error", "reason": describe_exception("make_agent raised", err)})
+            _send(conn, {"kind": "error", "reason": describe_exception(f"{factory} raised", err)})
             return
         if not callable(getattr(agent, "act", None)):
-            _send(conn, {"kind": "error", "reason": f"make_agent returned "
+            _send(conn, {"kind": "error", "reason": f"{factory} returned "
                          f"{type(agent).__name__}, which has no act(obs, info)"})
             return
         _send(conn, {"kind": "ready", "act_batch": callable(getattr(agent, "act_batch", None)),
@@ -156,6 +168,9 @@ def _serve(conn: Any, spec: SubmissionSpec, env_id: str, instance_seed: int,
         if method == "reset":
             _send(conn, {"kind": "ok", "shape": None})
             continue
+        if role == "attacker":
+            _send(conn, _integer_reply(method, out))
+            continue
         try:
             a = np.ascontiguousarray(np.asarray(out, dtype=np.float64))
         except (TypeError, ValueError):
@@ -163,6 +178,16 @@ def _serve(conn: Any, spec: SubmissionSpec, env_id: str, instance_seed: int,
                          f"{type(out).__name__}, not an array of numbers"})
             continue
         _send(conn, {"kind": "ok", "shape": list(a.shape)}, a.tobytes())
+
+
+def _integer_reply(method: str, out: Any) -> dict[str, Any]:  # pragma: no cover - child side
+    """The header answering an attacker's ``act``: one plain integer, or an error."""
+    if isinstance(out, np.ndarray) and out.size == 1:
+        out = out.reshape(()).item() if np.issubdtype(out.dtype, np.integer) else out
+    if isinstance(out, (bool, np.bool_)) or not isinstance(out, (int, np.integer)):
+        return {"kind": "error", "reason": f"{method} returned {type(out).__name__} "
+                f"{str(out)[:80]!r}, not an integer action"}
+    return {"kind": "ok", "action": int(out)}
 
 
 class SealedAgent:
@@ -180,6 +205,7 @@ class SealedAgent:
         train_gradient_steps: The suite's training budget (learned baselines).
         limits: Time and memory limits.
         record: How many requests to record for a replay.
+        role: ``"defender"`` or ``"attacker"`` (:class:`SealedAttacker`).
 
     Raises:
         SubmissionError: the submission could not be loaded or built, within the limits.
@@ -187,7 +213,7 @@ class SealedAgent:
 
     def __init__(self, spec: SubmissionSpec, env_id: str, instance_seed: int,
                  env_kwargs: dict[str, Any], train_gradient_steps: int,
-                 limits: Limits = Limits(), record: int = 0) -> None:
+                 limits: Limits = Limits(), record: int = 0, role: str = "defender") -> None:
         self.limits = limits
         self._deadline = time.monotonic() + limits.unit_s
         self._record = int(record)
@@ -205,8 +231,9 @@ class SealedAgent:
         theirs.close()
         self._conn = Connection(ours.detach())
         self._conn.send((spec, env_id, int(instance_seed), dict(env_kwargs),
-                         int(train_gradient_steps), limits.memory_mb))
-        header, _ = self._receive(limits.unit_s, "loading the submission and make_agent")
+                         int(train_gradient_steps), limits.memory_mb, role))
+        factory = "make_attacker" if role == "attacker" else "make_agent"
+        header, _ = self._receive(limits.unit_s, f"loading the submission and {factory}")
         if header.get("kind") != "ready":
             self.close()
             raise SubmissionError("malformed reply from the submission's process")
@@ -333,6 +360,42 @@ class SealedAgent:
                 self._proc.wait(timeout=5.0)
         self._conn.close()
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+class SealedAttacker(SealedAgent):
+    """The evaluator's proxy of a submitted attacker (``make_attacker``) in its own process.
+
+    ``act(obs, info)`` returns the attacker's integer action (checked against the duel by the
+    caller); ``reset(seed)`` exists when the submitted attacker has one.
+    """
+
+    def __init__(self, spec: SubmissionSpec, env_id: str, instance_seed: int,
+                 env_kwargs: dict[str, Any], train_gradient_steps: int,
+                 limits: Limits = Limits()) -> None:
+        super().__init__(spec, env_id, instance_seed, env_kwargs, train_gradient_steps, limits,
+                         role="attacker")
+        if hasattr(self, "reset"):
+            self.reset = self._reset_seed
+
+    def _ask(self, method: str, *args: Any) -> dict[str, Any]:
+        try:
+            self._conn.send((method, args))
+        except (OSError, ValueError):
+            raise self._ended(method) from None
+        header, _ = self._receive(self.limits.call_s, method)
+        return header
+
+    def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> int:  # type: ignore[override]
+        """The submitted attacker's action (copies of ``obs`` and ``info`` are sent)."""
+        plain_obs = {str(k): np.array(v, copy=True) for k, v in obs.items()}
+        header = self._ask("act", plain_obs, _plain(info))
+        action = header.get("action")
+        if isinstance(action, bool) or not isinstance(action, int):
+            raise SubmissionError("malformed reply from the submission's process during act")
+        return action
+
+    def _reset_seed(self, seed: int | None = None) -> None:
+        self._ask("reset", seed)
 
 
 def _plain(info: Any) -> dict[str, Any]:

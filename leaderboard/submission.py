@@ -128,7 +128,7 @@ def _sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _load_file(spec: SubmissionSpec) -> LoadedSubmission:
+def _load_file(spec: SubmissionSpec, factory_name: str = "make_agent") -> LoadedSubmission:
     path = Path(spec.source)
     if not path.is_file():
         raise SubmissionError(f"import failed: no such file {spec.source!r}")
@@ -144,9 +144,11 @@ def _load_file(spec: SubmissionSpec) -> LoadedSubmission:
     except BaseException as err:  # noqa: BLE001 - an import must never crash its process
         sys.modules.pop(module_name, None)
         raise SubmissionError(describe_exception("import failed", err)) from err
-    factory = getattr(module, "make_agent", None)
+    factory = getattr(module, factory_name, None)
     if not callable(factory):
-        raise SubmissionError(f"import failed: {path.name} defines no callable make_agent(env)")
+        raise SubmissionError(
+            f"import failed: {path.name} defines no callable {factory_name}(env)"
+        )
 
     def make_agent(env: gym.Env, **_: Any) -> Any:
         return factory(env)

@@ -1,5 +1,7 @@
 """``python -m leaderboard verify RESULT``: evaluate a result's submission again and compare.
 
+Defender and attacker results alike (an attacker's is played again against the same panel).
+
 A result records what produced it: the suite's hash, the submission's fingerprint (the file's
 sha256, or the baseline name, budget and checkpoint), package and code versions and whether the
 submission's process was isolated. :func:`verify` checks that the suite and the submission are
@@ -91,16 +93,29 @@ def verify(result: str | Path, limits: Limits | None = None, workers: int = 1,
                             f"{suite.digest()} now, {doc['suite']['hash']} in the result)")
     spec = SubmissionSpec(source=sub["source"], checkpoint=sub["checkpoint"], name=sub["name"],
                           train_gradient_steps=sub["train_gradient_steps"])
+    attacker = doc.get("track") == "attacker"
     try:
-        described = describe_submission(spec)
+        if attacker:
+            from leaderboard.attacker import describe_attacker
+
+            described = describe_attacker(spec)
+        else:
+            described = describe_submission(spec)
     except SubmissionError as err:
         return Verification(path, False, f"the submission cannot be loaded: {err}")
     if described.fingerprint != sub["fingerprint"]:
         return Verification(path, False, "the submission has changed since (fingerprint "
                             f"{described.fingerprint[:12]} now, {sub['fingerprint'][:12]} in "
                             "the result)")
-    again = evaluate_submission(spec, suite, workers=workers, progress=progress, reps=50,
-                                limits=limits)
+    if attacker:
+        from leaderboard.attacker import evaluate_attacker
+
+        again = evaluate_attacker(spec, suite, workers=workers, progress=progress, reps=50,
+                                  limits=limits, cache=path.parent / "panel",
+                                  panel=tuple(doc["panel"]))
+    else:
+        again = evaluate_submission(spec, suite, workers=workers, progress=progress, reps=50,
+                                    limits=limits)
     want, got = units_digest(doc), units_digest(again)
     if want != got:
         first = next((f"{a['env_id']} instance {a['instance_seed']}"

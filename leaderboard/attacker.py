@@ -1,0 +1,564 @@
+"""The attacker track: a submitted attacker against a fixed panel of defenders, sealed.
+
+**Submissions.** A ``.py`` file defining ``make_attacker(env) -> attacker``, where ``env`` is an
+:class:`tsg_envs.attacker_env.AttackerEnv` of the unit (its spaces, its ``game`` with the public
+schedule, losses and prior, and ``attacker_obs_layout``; stepping it plays against the static
+LP, a placeholder: the panel's defenders are never reachable) and ``attacker`` has
+``act(obs, info) -> int`` in the duel attacker's action space (0 wait, ``1 + flight·M +
+method`` strike) and optionally ``reset(seed)``, called at the start of every day with a seed for
+the attacker's own randomness (derived from the day and the level, not the day's arrival seed:
+an attacker learns the day only by watching it). The file may define ``NAME`` (read without
+running it) and ``DESCRIPTION``. Or a baseline name of :data:`ATTACKER_BASELINES`:
+
+* ``random``: :class:`baselines.attackers.RandomAttacker`.
+* ``dqn``: :class:`baselines.attackers.DQNAttacker`, trained in its own process on each unit
+  against the placeholder (the static LP, which is public) for the suite's budget in gradient
+  steps (or ``--train-gradient-steps``; ``--checkpoint`` with ``{env}``/``{instance}`` loads one
+  per unit instead): a transfer attacker that then faces every panel defender.
+* ``best-response``: :class:`baselines.attackers.BestResponseAttacker`, the exact best response
+  to each panel defender on each day (it knows the defender and the day: the upper bound, our
+  own code, run in the evaluator).
+
+**Protocol.** For every unit of the suite, every panel defender (:data:`PANEL`), every arrival
+seed and every attacker level θ (weighted by the prior P_θ), one day of
+:class:`tsg_envs.duel.DuelParallelEnv` is played: the attacker's code answers in its own
+process (:class:`leaderboard.sealed.SealedAttacker`) until it strikes; the defender (our code)
+plays in the evaluator. The day's score is the attacker's gain Σ_θ P_θ g_θ, beside the exact
+best response's Σ_θ P_θ g*_θ on the same day (:func:`tsg_envs.risk.worst_case_risk` over the
+states the attacker can reach), and their ratio, the **fraction of the best response**. In
+expected queue mode gains are deterministic and the fraction is at most 1.
+
+**The panel.** The static window LP, slack-guided (frozen at μ = 1 min), the centre policy and
+α-DDPG. α-DDPG's checkpoints are committed per unit of the micro, demo and quick suites under
+``results/attacker_panel/alpha-ddpg/`` (trained at the paper's budget, 10,000 gradient steps,
+seed 0; ``python -m leaderboard panel --suite S`` retrains them); for other units one is trained
+on first use and cached under the output folder's ``panel/``.
+
+**Aggregation.** Per defender, the (days, units) matrices of the gain, the best response's gain
+and the fraction get rliable's IQM and mean with 95% stratified-bootstrap intervals
+(:func:`leaderboard.aggregate.iqm_interval`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import tsg_envs  # noqa: F401  (registers the ids)
+from leaderboard.aggregate import BOOTSTRAP_REPS, iqm_interval
+from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
+from leaderboard.sealed import Limits, SealedAttacker, isolation
+from leaderboard.submission import (
+    LoadedSubmission,
+    SubmissionError,
+    SubmissionSpec,
+    _checkpoint_path,
+    _load_file,
+    _sha256_file,
+    describe_exception,
+    row_name,
+)
+from leaderboard.suites import Suite
+from tsg_envs.attacker_env import AttackerEnv
+from tsg_envs.duel import ATTACKER, DEFENDER, WAIT, DuelParallelEnv
+from tsg_envs.provenance import provenance
+from tsg_envs.rollout import Agent, LPAgent
+
+__all__ = [
+    "ATTACKER_BASELINES",
+    "PANEL",
+    "PANEL_DIR",
+    "PANEL_GRADIENT_STEPS",
+    "attacker_seed",
+    "duel_kwargs",
+    "attacker_unit_env",
+    "describe_attacker",
+    "load_attacker",
+    "panel_checkpoint",
+    "write_panel_manifest",
+    "panel_defender",
+    "evaluate_attacker_unit",
+    "evaluate_attacker",
+]
+
+#: Baseline attackers by name.
+ATTACKER_BASELINES: dict[str, str] = {
+    "random": "strikes at a uniformly random arrival with a uniformly random (flight, method)",
+    "dqn": "masked DQN timing attacker trained against the static LP (transfer attacker)",
+    "best-response": "exact best response to each defender on each day (knows both; the bound)",
+}
+
+#: The defenders every attacker faces, in table order, with one line each.
+PANEL: dict[str, str] = {
+    "lp": "static window LP (tsg_envs.rollout.LPAgent)",
+    "slack-guided": "slack-guided LP, frozen at mu = 1 min (baselines slack-guided)",
+    "centre": "centre of the risk polytope, ignores the queues (baselines centre)",
+    "alpha-ddpg": "alpha-projected DDPG, 10,000 gradient steps, seed 0 (baselines alpha-ddpg)",
+}
+
+#: Committed α-DDPG checkpoints of the panel: ``alpha-ddpg/{env}_i{instance}.pt``.
+PANEL_DIR: Path = Path(__file__).resolve().parent.parent / "results" / "attacker_panel"
+#: The panel's α-DDPG training budget: the paper's 10,000 gradient steps (mini-batches).
+PANEL_GRADIENT_STEPS: int = 10_000
+#: Entropy word of the attackers' per-day seeds.
+_ATTACKER_STREAM = 0xA77AC
+
+
+def attacker_seed(arrival_seed: int, theta: int) -> int:
+    """The seed given to ``reset`` of an attacker on day ``arrival_seed`` at level ``theta``."""
+    seq = np.random.SeedSequence([int(arrival_seed), int(theta), _ATTACKER_STREAM])
+    return int(seq.generate_state(1)[0])
+
+
+def duel_kwargs(env_id: str, instance_seed: int, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``ScreeningEnv`` kwargs of a registered id's unit (what the duel is built from)."""
+    spec = gym.spec(env_id)
+    return {**dict(spec.kwargs), **dict(env_kwargs), "instance_seed": int(instance_seed)}
+
+
+def attacker_unit_env(env_id: str, instance_seed: int, env_kwargs: dict[str, Any]) -> AttackerEnv:
+    """The ``env`` handed to ``make_attacker``: the unit's duel against the static LP."""
+    return AttackerEnv(LPAgent, **duel_kwargs(env_id, instance_seed, env_kwargs))
+
+
+# Loading --------------------------------------------------------------------------------------
+def describe_attacker(spec: SubmissionSpec) -> LoadedSubmission:
+    """The attacker's row information, without running any of its code.
+
+    Raises:
+        SubmissionError: an unknown baseline name, a missing file or checkpoint.
+    """
+    if spec.is_file:
+        path = Path(spec.source)
+        if not path.is_file():
+            raise SubmissionError(f"import failed: no such file {spec.source!r}")
+        fingerprint, description, learned = _sha256_file(path), "", None
+    else:
+        if spec.source not in ATTACKER_BASELINES:
+            raise SubmissionError(
+                f"unknown attacker {spec.source!r}: neither a .py file nor one of "
+                f"{', '.join(ATTACKER_BASELINES)}"
+            )
+        h = hashlib.sha256(f"attacker:{spec.source}:{spec.train_gradient_steps}".encode())
+        if spec.checkpoint is not None:
+            h.update(spec.checkpoint.encode())
+            if "{" not in spec.checkpoint:
+                path = Path(spec.checkpoint)
+                if not path.is_file():
+                    raise SubmissionError(f"checkpoint not found: {spec.checkpoint}")
+                h.update(_sha256_file(path).encode())
+        fingerprint = h.hexdigest()
+        description = ATTACKER_BASELINES[spec.source]
+        learned = spec.source == "dqn"
+
+    def not_here(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("an attacker's make_attacker runs in its own process only")
+
+    return LoadedSubmission(spec=spec, name=row_name(spec),
+                            kind="file" if spec.is_file else "baseline", description=description,
+                            fingerprint=fingerprint, learned=learned, make_agent=not_here)
+
+
+def load_attacker(spec: SubmissionSpec) -> LoadedSubmission:
+    """Load an attacker in its own process; ``make_agent`` then builds the attacker.
+
+    Its ``make_agent(env, *, env_id, instance_seed, env_kwargs, train_gradient_steps)`` calls
+    the file's ``make_attacker(env)`` or builds the baseline attacker.
+
+    Raises:
+        SubmissionError: the file cannot be imported, or names no ``make_attacker``.
+    """
+    if spec.is_file:
+        return _load_file(spec, factory_name="make_attacker")
+    loaded = describe_attacker(spec)
+    if spec.source == "best-response":
+        raise SubmissionError("best-response plays in the evaluator (it needs the defender)")
+
+    def make_attacker(env: AttackerEnv, *, env_id: str, instance_seed: int,
+                      env_kwargs: dict[str, Any], train_gradient_steps: int, **_: Any) -> Any:
+        from baselines.attackers import (
+            DQNAttacker,
+            RandomAttacker,
+            train_dqn_attacker,
+        )
+
+        if spec.source == "random":
+            return RandomAttacker(env.game)
+        if spec.checkpoint is not None:
+            path = _checkpoint_path(spec.checkpoint, env_id, instance_seed)
+            if not path.is_file():
+                raise FileNotFoundError(f"checkpoint not found: {path}")
+            return DQNAttacker.load(path, env)
+        steps = (spec.train_gradient_steps if spec.train_gradient_steps is not None
+                 else train_gradient_steps)
+        return train_dqn_attacker(LPAgent, dqn_config(int(steps)),
+                                  **duel_kwargs(env_id, instance_seed, env_kwargs))
+
+    loaded.make_agent = make_attacker
+    return loaded
+
+
+def dqn_config(gradient_steps: int, seed: int = 0) -> Any:
+    """The DQN attacker's config for a budget in gradient steps (mini-batches).
+
+    Its warm-up (5,000 transitions) plus ``gradient_steps / updates_per_step`` transitions,
+    ε decaying over the first half of them (at most 50,000).
+    """
+    from baselines.attackers import DQNAttackerConfig
+
+    base = DQNAttackerConfig(seed=seed)
+    steps = base.warmup_steps + int(np.ceil(gradient_steps / base.updates_per_step))
+    return DQNAttackerConfig(seed=seed, steps=steps,
+                             eps_decay_steps=max(1, min(base.eps_decay_steps, steps // 2)))
+
+
+# The panel ------------------------------------------------------------------------------------
+def panel_checkpoint(env_id: str, instance_seed: int, cache: Path | None = None,
+                     progress: bool = False) -> Path:
+    """α-DDPG's checkpoint for a unit: the committed one, else the cached one, else trained.
+
+    A missing checkpoint is trained (10,000 gradient steps, seed 0, the registered id's kwargs)
+    and written to ``cache/alpha-ddpg/{env}_i{instance}.pt``.
+
+    Raises:
+        ValueError: no committed checkpoint and no ``cache`` to train into.
+    """
+    name = f"{env_id.replace('/', '_')}_i{int(instance_seed)}.pt"
+    committed = PANEL_DIR / "alpha-ddpg" / name
+    if committed.is_file():
+        return committed
+    if cache is None:
+        raise ValueError(f"no committed alpha-DDPG checkpoint for {env_id} instance "
+                         f"{instance_seed} and no cache folder to train one into")
+    target = Path(cache) / "alpha-ddpg" / name
+    if target.is_file():
+        return target
+    train_panel_checkpoint(env_id, instance_seed, target, progress=progress)
+    return target
+
+
+def train_panel_checkpoint(env_id: str, instance_seed: int, target: Path,
+                           progress: bool = False) -> Path:
+    """Train the panel's α-DDPG on one unit and write its returned weights to ``target``."""
+    import shutil
+    import tempfile
+
+    from baselines.api import RunConfig, get_method
+
+    method = get_method("alpha-ddpg")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tsg-panel-") as tmp:
+        run = RunConfig(algo="alpha-ddpg", env_id=env_id, gradient_steps=PANEL_GRADIENT_STEPS,
+                        seed=0, out=Path(tmp), instance_seed=int(instance_seed),
+                        progress=progress)
+        method.train(run)
+        part = target.with_name(target.name + ".part")
+        shutil.copyfile(Path(tmp) / "best.pt", part)
+        part.replace(target)
+    return target
+
+
+def write_panel_manifest() -> Path:
+    """Write ``PANEL_DIR/manifest.json``: every committed checkpoint, its sha256 and budget."""
+    import json
+
+    files = sorted((PANEL_DIR / "alpha-ddpg").glob("*.pt"))
+    entries = {}
+    for path in files:
+        stem = path.stem
+        env, _, inst = stem.rpartition("_i")
+        entries[path.name] = {"env_id": env.replace("_", "/", 1), "instance_seed": int(inst),
+                              "gradient_steps": PANEL_GRADIENT_STEPS, "seed": 0,
+                              "sha256": _sha256_file(path)}
+    out = PANEL_DIR / "manifest.json"
+    out.write_text(json.dumps({
+        "what": "alpha-DDPG checkpoints of the attacker track's panel (weights train returned)",
+        "command": "python -m leaderboard panel --suite micro --suite demo --suite quick --force",
+        "alpha-ddpg": entries,
+    }, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def panel_defender(name: str, screening: Any, env_id: str, instance_seed: int,
+                   cache: Path | None = None) -> tuple[Agent, str]:
+    """Build panel defender ``name`` on the duel's ``screening`` env; returns (agent, what).
+
+    ``what`` names what was built (for α-DDPG, the checkpoint's sha256), so a result records
+    the exact panel it faced.
+    """
+    if name == "lp":
+        return LPAgent(screening), "LPAgent"
+    if name == "slack-guided":
+        from baselines.evaluate import REFERENCES
+
+        return REFERENCES["slack-guided"](screening), "slack-guided mu=1"
+    if name == "centre":
+        from baselines.centre import make_agent
+
+        return make_agent(screening), "centre"
+    if name == "alpha-ddpg":
+        from baselines.alpha_ddpg import load
+
+        path = panel_checkpoint(env_id, instance_seed, cache)
+        return load(path, screening), f"sha256:{_sha256_file(path)}"
+    raise ValueError(f"unknown panel defender {name!r}; the panel is {', '.join(PANEL)}")
+
+
+# Playing --------------------------------------------------------------------------------------
+def _play(duel: DuelParallelEnv, attacker: Any, defender: Agent, seed: int, theta: int,
+          reset_seed: int | None) -> dict[str, Any]:
+    """One day at level ``theta``, played until the attacker is screened or the day ends."""
+    obs, infos = duel.reset(seed=int(seed), options={"attacker_theta": int(theta)})
+    if hasattr(attacker, "reset"):
+        attacker.reset(reset_seed)
+    if hasattr(defender, "reset"):
+        defender.reset()
+    gain = 0.0
+    step, strike_step = 0, -1
+    while duel.agents and not duel.screened:
+        if duel.struck:
+            a = WAIT
+        else:
+            a = attacker.act(obs[ATTACKER], infos[ATTACKER])
+            try:
+                duel.check_action(ATTACKER, a)
+            except (TypeError, ValueError) as err:
+                raise SubmissionError(f"invalid attack at step {step} (arrival seed {seed}, "
+                                      f"level {theta}): {err}") from None
+        d = defender.act(obs[DEFENDER], infos[DEFENDER])
+        obs, rewards, _, _, infos = duel.step({ATTACKER: a, DEFENDER: d})
+        gain += float(rewards[ATTACKER])
+        if duel.attacker_waiting:
+            strike_step = int(duel.screening.day.index)
+        step += 1
+    info = infos[ATTACKER]
+    return {"gain": gain, "struck": bool(info["struck"]), "strike_step": strike_step,
+            "flight": int(info["flight"]), "method": int(info["method"])}
+
+
+def _fraction(gain: float, best: float) -> float | None:
+    return gain / best if best > 0 else None
+
+
+def evaluate_attacker_unit(
+    spec: SubmissionSpec,
+    suite: Suite,
+    env_id: str,
+    instance_seed: int,
+    tick: Callable[[int], None] | None = None,
+    limits: Limits | None = None,
+    cache: Path | None = None,
+    panel: tuple[str, ...] = tuple(PANEL),
+) -> dict[str, Any]:
+    """Play the attacker against every panel defender on one unit (see the module doc).
+
+    Returns:
+        ``{"unit": <unit record>, "timing": {...}, "description": <the file's DESCRIPTION>}``;
+        a failure of the attacker sets the unit's ``status`` to ``"failed"`` with ``error``.
+    """
+    tick = tick or (lambda n: None)
+    limits = Limits() if limits is None else limits
+    kwargs = suite.kwargs()
+    dkw = duel_kwargs(env_id, instance_seed, kwargs)
+    seeds = list(suite.arrival_seeds)
+    t_unit = time.perf_counter()
+    duel = DuelParallelEnv(**dkw)
+    game = duel.game
+    prior = np.asarray(game.attacker_prior, dtype=float)
+    unit: dict[str, Any] = {
+        "env_id": env_id, "instance_seed": int(instance_seed), "status": "ok", "error": None,
+        "n_passengers": int(game.n_passengers), "queue_mode": str(duel.queue_mode),
+        "prior": [float(p) for p in prior], "panel": {}, "defenders": {},
+    }
+    timing: dict[str, Any] = {"env_id": env_id, "instance_seed": int(instance_seed)}
+    proxy: SealedAttacker | None = None
+    description = ""
+    done = 0
+    try:
+        if spec.source != "best-response" or spec.is_file:
+            t0 = time.perf_counter()
+            proxy = SealedAttacker(spec, env_id, int(instance_seed), kwargs,
+                                   suite.train_gradient_steps, limits)
+            description = proxy.description
+            timing["make_attacker_s"] = time.perf_counter() - t0
+        from baselines.attackers import BestResponseAttacker
+
+        for name in panel:
+            t0 = time.perf_counter()
+            defender, what = panel_defender(name, duel.screening, env_id, instance_seed, cache)
+            unit["panel"][name] = what
+            best = BestResponseAttacker(defender, **dkw)
+            attacker = best if proxy is None else proxy
+            episodes = []
+            for seed in seeds:
+                report = best.plan(int(seed))
+                rows = [_play(duel, attacker, defender, seed, theta,
+                              int(seed) if proxy is None else attacker_seed(seed, theta))
+                        for theta in range(game.n_risk_levels)]
+                got = np.array([r["gain"] for r in rows])
+                opt = np.asarray(report.best_gain, dtype=float)
+                gain, best_gain = float(got @ prior), float(opt @ prior)
+                episodes.append({
+                    "arrival_seed": int(seed),
+                    "gain": gain,
+                    "best_response_gain": best_gain,
+                    "fraction_of_best_response": _fraction(gain, best_gain),
+                    "per_theta_gain": [float(x) for x in got],
+                    "per_theta_best": [float(x) for x in opt],
+                    "strike_step": [r["strike_step"] for r in rows],
+                    "flight": [r["flight"] for r in rows],
+                    "method": [r["method"] for r in rows],
+                })
+                tick(1)
+                done += 1
+            unit["defenders"][name] = {"episodes": episodes}
+            timing[f"{name}_s"] = time.perf_counter() - t0
+    except SubmissionError as err:
+        unit.update(status="failed", error=str(err), defenders={})
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the run goes on
+        unit.update(status="failed", error=describe_exception("duel failed", err), defenders={})
+    finally:
+        if proxy is not None:
+            proxy.close()
+    tick(len(panel) * len(seeds) - done)
+    timing["total_s"] = time.perf_counter() - t_unit
+    return {"unit": unit, "timing": timing, "description": description}
+
+
+def _worker(args: tuple[Any, ...]) -> dict[str, Any]:
+    spec, suite, env_id, instance_seed, limits, cache, panel = args
+    return evaluate_attacker_unit(spec, suite, env_id, instance_seed, limits=limits, cache=cache,
+                                  panel=panel)
+
+
+def aggregate_defenders(units: list[dict[str, Any]], reps: int = BOOTSTRAP_REPS
+                        ) -> dict[str, dict[str, Any]]:
+    """Per panel defender: IQM / mean intervals of gain, best-response gain and fraction."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in units[0]["defenders"]:
+        cols = {k: [] for k in ("gain", "best_response_gain", "fraction_of_best_response")}
+        for unit in units:
+            eps = unit["defenders"][name]["episodes"]
+            for key in cols:
+                cols[key].append([ep[key] for ep in eps])
+        block: dict[str, Any] = {}
+        for key, col in cols.items():
+            if any(v is None for c in col for v in c):
+                block[key] = None
+                continue
+            block[key] = iqm_interval(np.asarray(col, dtype=float).T, reps=reps)
+        gains = np.asarray(cols["gain"], dtype=float)
+        bests = np.asarray(cols["best_response_gain"], dtype=float)
+        block["fraction_of_means"] = (float(gains.mean() / bests.mean())
+                                      if bests.mean() > 0 else None)
+        strikes = [s for u in units for ep in u["defenders"][name]["episodes"]
+                   for s in ep["strike_step"]]
+        block["struck"] = float(np.mean([s >= 0 for s in strikes]))
+        block["n_episodes"] = int(gains.size)
+        out[name] = block
+    return out
+
+
+def evaluate_attacker(
+    spec: SubmissionSpec,
+    suite: Suite,
+    workers: int = 1,
+    progress: bool = True,
+    reps: int = BOOTSTRAP_REPS,
+    limits: Limits | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    cache: Path | None = None,
+    panel: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """Evaluate an attacker on every unit of ``suite`` against the panel; the result document.
+
+    Args:
+        spec: The attacker (file or :data:`ATTACKER_BASELINES` name).
+        suite: The suite.
+        workers: Local processes (units in parallel), or Ray CPUs of a local Ray.
+        progress: Show a progress bar.
+        reps: Bootstrap replications.
+        limits: Time and memory limits of the attacker's processes.
+        backend: ``"local"`` or ``"ray"`` (as :func:`leaderboard.evaluate.evaluate_submission`).
+        address: Ray cluster address.
+        cache: Where panel checkpoints missing from the repository are trained and kept.
+        panel: A subset of :data:`PANEL` (None: all of it; the board uses all of it).
+    """
+    from tqdm.auto import tqdm
+
+    from leaderboard.evaluate import map_units
+
+    panel = tuple(PANEL) if panel is None else tuple(panel)
+    unknown = [p for p in panel if p not in PANEL]
+    if unknown or not panel:
+        raise ValueError(f"panel must be a non-empty subset of {', '.join(PANEL)}, got {panel}")
+    t_start = time.perf_counter()
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": RESULT_KIND,
+        "track": "attacker",
+        "submission": {
+            "name": row_name(spec), "kind": "file" if spec.is_file else "baseline",
+            "source": spec.source, "checkpoint": spec.checkpoint,
+            "train_gradient_steps": spec.train_gradient_steps, "description": "",
+            "fingerprint": "", "learned": None,
+        },
+        "suite": {"name": suite.name, "hash": suite.digest(), "definition": suite.to_dict()},
+        "status": "ok",
+        "error": None,
+        "notes": [],
+        "panel": {p: PANEL[p] for p in panel},
+        "units": [],
+        "defenders": None,
+    }
+    limits = Limits() if limits is None else limits
+    loaded: LoadedSubmission | None = None
+    try:
+        loaded = describe_attacker(spec)
+        doc["submission"] = loaded.info()
+    except SubmissionError as err:
+        doc["status"], doc["error"] = "failed", str(err)
+    timings: list[dict[str, Any]] = []
+    if loaded is not None:
+        units = suite.units
+        per_unit = len(panel) * len(suite.arrival_seeds)
+        bar = tqdm(total=len(units) * per_unit, desc=f"{doc['submission']['name']} (attacker) "
+                   f"on {suite.name}", unit=" day", disable=not progress)
+        if cache is not None and "alpha-ddpg" in panel:  # missing checkpoints, trained once
+            for e, i in units:
+                panel_checkpoint(e, i, cache, progress=progress)
+        outs = map_units(_worker, [(spec, suite, e, i, limits, cache, panel) for e, i in units],
+                         workers=workers, backend=backend, address=address,
+                         on_done=lambda: bar.update(per_unit),
+                         local=lambda a: evaluate_attacker_unit(*a[:4], tick=bar.update,
+                                                                limits=a[4], cache=a[5],
+                                                                panel=a[6]))
+        bar.close()
+        doc["units"] = [o["unit"] for o in outs]
+        described = [o["description"] for o in outs if o.get("description")]
+        if spec.is_file and described:
+            doc["submission"]["description"] = described[0]
+        timings = [o["timing"] for o in outs]
+        failed = [u for u in doc["units"] if u["status"] == "failed"]
+        if failed:
+            more = f" (and {len(failed) - 1} more of {len(units)} units)" if len(failed) > 1 else ""
+            doc["status"], doc["error"] = "failed", f"{failed[0]['error']}{more}"
+        else:
+            doc["defenders"] = aggregate_defenders(doc["units"], reps=reps)
+            modes = sorted({u["queue_mode"] for u in doc["units"]})
+            if modes != ["expected"]:
+                doc["notes"].append(
+                    "sampled queues on some units: detections are drawn, so a day's gain can "
+                    "exceed the best response's expected gain"
+                )
+    doc["metrics_digest"] = metrics_digest(doc)
+    doc["provenance"] = {**provenance(), "isolation": isolation(limits)}
+    doc["timing"] = {"wall_time_s": time.perf_counter() - t_start, "units": timings}
+    return doc
