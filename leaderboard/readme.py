@@ -60,8 +60,17 @@ def _quick_board(root: Path) -> str:
     from leaderboard.render import collect_results, suite_tables
 
     docs = [d for d in collect_results(root / "results" / "leaderboard")
-            if d["suite"]["name"] == "quick"]
+            if d["suite"]["name"] == "quick" and d.get("track") != "attacker"]
     return suite_tables(docs).rstrip()
+
+
+def _attacker_board(root: Path) -> str:
+    from leaderboard.render import attacker_tables, collect_results
+
+    docs = [d for d in collect_results(root / "results" / "leaderboard")
+            if d["suite"]["name"] == "quick" and d.get("track") == "attacker"]
+    text = attacker_tables(docs).rstrip()
+    return text.replace("### Attacker track\n\n", "", 1)
 
 
 def _ci(row: dict[str, str], key: str, digits: int = 2) -> str:
@@ -150,6 +159,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "ids": _ids,
     "main-job": _main_job,
     "quick-board": _quick_board,
+    "attacker-board": _attacker_board,
     "nonlearning": _nonlearning,
     "duel": _duel,
     "speed": _bench("speed"),

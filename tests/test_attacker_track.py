@@ -258,6 +258,24 @@ def test_the_cli_writes_the_attacker_row_and_exits_1_on_failure(tmp_path, capsys
     assert "unknown attacker 'nobody'" in capsys.readouterr().out
 
 
+def test_the_example_attacker_runs() -> None:
+    root = Path(__file__).resolve().parent.parent
+    doc = _run(str(root / "examples" / "attacker_late_striker.py"), panel=("lp",))
+    assert doc["status"] == "ok", doc["error"]
+    assert doc["submission"]["name"] == "late-striker"
+    assert doc["submission"]["description"].startswith("strikes at the middle arrival")
+    n = doc["units"][0]["n_passengers"]
+    # it waits n // 2 arrivals, then cuts in ahead of passenger n // 2 + 1 (0-based)
+    assert set(doc["units"][0]["defenders"]["lp"]["episodes"][0]["strike_step"]) == {n // 2 + 1}
+
+
+def test_the_dqn_attacker_trains_in_its_own_process_and_plays() -> None:
+    doc = _run("dqn", panel=("lp",))  # the suite's 10 gradient steps: a smoke test
+    assert doc["status"] == "ok", doc["error"]
+    assert doc["submission"]["learned"] is True
+    assert 0.0 <= doc["defenders"]["lp"]["fraction_of_means"] <= 1.0 + 1e-12
+
+
 def test_dqn_budget_is_counted_in_gradient_steps() -> None:
     cfg = dqn_config(10_000)
     # warm-up transitions, then one gradient step per 1 / updates_per_step transitions
