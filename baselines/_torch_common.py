@@ -47,6 +47,7 @@ __all__ = [
     "SimplexActor",
     "Critic",
     "TorchAgent",
+    "RadialActor",
     "OffPolicyHooks",
     "train_off_policy",
     "make_config",
@@ -263,6 +264,24 @@ class SimplexActor(AbstractContinuousActorDeterministic):
         """(y_BT float32, state): the projected action (the critic's input)."""
         y, _ = self.from_logits(self.logits(obs), obs)
         return y.float(), state
+
+
+class RadialActor(SimplexActor):
+    """:class:`SimplexActor` whose logits are radially squashed into the polytope (no softmax).
+
+    ``from_logits`` returns ``(y, y)`` with y = ``projection(β u, obs)``, the projection a
+    :class:`~baselines.projection.RadialSquash`: there is no separate proposal to project.
+    """
+
+    def from_logits(
+        self, u_BT: torch.Tensor, obs: np.ndarray | torch.Tensor, double: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(y, y)``: the squashed point (float64 when ``double``)."""
+        z = self.beta * (u_BT.double() if double else u_BT)
+        obs_BO = torch.as_tensor(obs, dtype=torch.float32, device=u_BT.device)
+        assert self.projection is not None
+        y = self.projection(z, obs_BO)
+        return y, y
 
 
 class Critic(nn.Module):

@@ -36,6 +36,7 @@ from baselines._torch_common import (
     Critic,
     OffPolicyConfig,
     OffPolicyHooks,
+    RadialActor,
     SimplexActor,
     TorchAgent,
     greedy_simplex_act,
@@ -44,11 +45,16 @@ from baselines._torch_common import (
     train_off_policy,
 )
 from baselines.api import Method, RunConfig
-from baselines.projection import AlphaProjection, L2Projection, projection_distance
+from baselines.projection import (
+    AlphaProjection,
+    L2Projection,
+    RadialSquash,
+    projection_distance,
+)
 
 __all__ = ["AlphaDDPGConfig", "METHOD", "train", "load", "build", "RegularisedDDPG"]
 
-ProjectionKind = Literal["alpha", "l2", "none"]
+ProjectionKind = Literal["alpha", "l2", "radial", "none"]
 
 
 @dataclass(kw_only=True)
@@ -63,27 +69,40 @@ class AlphaDDPGConfig(OffPolicyConfig):
 
 
 def _actor_loss(
-    actor: SimplexActor, critic: torch.nn.Module, obs: Any, reg_weight: float
+    actor: SimplexActor, critic: torch.nn.Module, obs: Any, reg_weight: float,
+    penalty: tuple[torch.nn.Module, float] | None = None,
 ) -> torch.Tensor:
-    """-Q(s, π(s)) averaged, plus the optional projection-distance regulariser."""
+    """-Q(s, π(s)) averaged, plus the optional regularisers.
+
+    ``reg_weight · ‖s - y‖²`` penalises the actor's own projection's move; ``penalty = (P, w)``
+    adds ``w · ‖y - P(y)‖²``, the distance from the action to its α-projection (the
+    projection-penalty rival, whose actions are projected by the environment, not the actor).
+    """
     y, s = actor.from_logits(actor.logits(obs), obs)
     loss = -critic(obs, y.float()).mean()
     if reg_weight > 0:
         loss = loss + reg_weight * projection_distance(s.float(), y.float()).mean()
+    if penalty is not None and penalty[1] > 0:
+        proj, weight = penalty
+        obs_BO = torch.as_tensor(obs, dtype=torch.float32)
+        loss = loss + weight * projection_distance(y.float(), proj(y, obs_BO).float()).mean()
     return loss
 
 
 class RegularisedDDPG(DDPG):
-    """Tianshou ``DDPG`` whose actor loss may add ``reg_weight · ‖s - y‖²``."""
+    """Tianshou ``DDPG`` whose actor loss may add regularisers (see :func:`_actor_loss`)."""
 
-    def __init__(self, *, reg_weight: float = 0.0, **kwargs: Any) -> None:
+    def __init__(self, *, reg_weight: float = 0.0,
+                 penalty: tuple[torch.nn.Module, float] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.reg_weight = float(reg_weight)
+        self.penalty = penalty
 
     def _update_with_batch(self, batch: Any) -> DDPGTrainingStats:
         td, critic_loss = self._minimize_critic_squared_loss(batch, self.critic, self.critic_optim)
         batch.weight = td  # prio-buffer
-        actor_loss = _actor_loss(self.policy.actor, self.critic, batch.obs, self.reg_weight)
+        actor_loss = _actor_loss(self.policy.actor, self.critic, batch.obs, self.reg_weight,
+                                 self.penalty)
         self.policy_optim.step(actor_loss)
         self._update_lagged_network_weights()
         return DDPGTrainingStats(actor_loss=actor_loss.item(), critic_loss=critic_loss.item())
@@ -137,6 +156,8 @@ def _projection(env: gym.Env, kind: ProjectionKind) -> torch.nn.Module | None:
         return AlphaProjection.from_env(env)
     if kind == "l2":
         return L2Projection.from_env(env)
+    if kind == "radial":
+        return RadialSquash.from_env(env)
     return None
 
 
@@ -151,14 +172,18 @@ def build(
     Args:
         env: The (unwrapped-compatible) screening env: its polytopes and obs layout are used.
         cfg: Hyper-parameters (``reg_weight`` read when present).
-        projection: ``"alpha"``, ``"l2"`` (cvxpylayers) or ``"none"`` (plain softmax).
+        projection: ``"alpha"``, ``"l2"`` (cvxpylayers), ``"radial"`` (radial squashing of
+            the logits, :class:`~baselines._torch_common.RadialActor`) or ``"none"`` (plain
+            softmax). With ``"none"``, a config field ``projection_penalty`` > 0 adds its
+            weight times the distance to the α-projection to the actor loss (DDPG only).
         td3: ``None`` for DDPG, else TD3's ``policy_noise``, ``noise_clip``,
             ``update_actor_freq``.
     """
     u = env.unwrapped
     obs_dim = int(env.observation_space.shape[0])
     n_teams = int(env.action_space.shape[0])
-    actor = SimplexActor(
+    actor_cls = RadialActor if projection == "radial" else SimplexActor
+    actor = actor_cls(
         u.obs_layout,
         obs_dim,
         n_teams,
@@ -190,7 +215,9 @@ def build(
         "reg_weight": getattr(cfg, "reg_weight", 0.0),
     }
     if td3 is None:
-        return RegularisedDDPG(**common), actor
+        weight = float(getattr(cfg, "projection_penalty", 0.0))
+        penalty = (AlphaProjection.from_env(env), weight) if weight > 0 else None
+        return RegularisedDDPG(penalty=penalty, **common), actor
     return AlphaTD3(critic2=critic(), **td3, **common), actor
 
 

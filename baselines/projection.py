@@ -29,6 +29,7 @@ from tsg_envs.polytope import ALPHA_SHRINK
 __all__ = [
     "AlphaProjection",
     "L2Projection",
+    "RadialSquash",
     "projection_distance",
     "categories_from_obs",
     "violation_torch",
@@ -168,6 +169,51 @@ class AlphaProjection(nn.Module):
         """Per-sample SPEC violation of ``y`` against its category's polytope, in float64."""
         cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.centers.device)
         return violation_torch(y_BT, self.a_ub[cat_B], self.b_ub[cat_B])
+
+
+class RadialSquash(AlphaProjection):
+    """Radial squashing into each sample's polytope around its centre (no projection step).
+
+    The rival of the α-projection in Kasaura et al. (RA-L 2023, "radial squashing"): an
+    unconstrained vector z ∈ R^T (the actor's scaled logits) is made a direction in the simplex's
+    plane, d = z - mean(z), and mapped to
+
+        y = y0 + tanh(‖d‖) · ρ(d̂) · (1 - shrink) · d̂,     d̂ = d / ‖d‖,
+
+    where ρ(d̂) = min over rows with a_i·d̂ > 0 of (b_i - a_i·y0) / (a_i·d̂) is the distance
+    from the centre y0 to the polytope's boundary along d̂. Every output is strictly inside the
+    polytope (the nonnegativity rows are among the rows, so ρ is finite), every interior point is
+    reached, and the map is smooth wherever d ≠ 0. Unlike the α-projection it moves every
+    point, feasible or not. Rows with no waiting passenger return y0 of category 0.
+    """
+
+    def forward(  # type: ignore[override]
+        self,
+        z_BT: torch.Tensor,
+        obs_BO: torch.Tensor | None = None,
+        cat_B: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Squash ``z`` (B, T) into each sample's polytope; float64 inside, ``z``'s dtype out."""
+        if cat_B is None:
+            if obs_BO is None:
+                raise ValueError("give obs_BO or cat_B")
+            cat_B, _ = self.categories(torch.as_tensor(obs_BO))
+        cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.centers.device)
+        z = z_BT.double()
+        d_BT = z - z.mean(dim=-1, keepdim=True)
+        norm_B1 = d_BT.norm(dim=-1, keepdim=True)
+        dhat_BT = d_BT / norm_B1.clamp_min(1e-12)
+        a_BKT = self.a_ub[cat_B]
+        rate_BK = torch.einsum("bkt,bt->bk", a_BKT, dhat_BT)
+        pos = rate_BK > 1e-12
+        ratio_BK = torch.where(
+            pos, self.slack0[cat_B] / torch.where(pos, rate_BK, torch.ones_like(rate_BK)),
+            torch.inf,
+        )
+        rho_B1 = ratio_BK.min(dim=-1, keepdim=True).values
+        rho_B1 = torch.where(torch.isfinite(rho_B1), rho_B1, torch.zeros_like(rho_B1))
+        y_BT = self.centers[cat_B] + torch.tanh(norm_B1) * rho_B1 * (1.0 - self.shrink) * dhat_BT
+        return y_BT.to(z_BT.dtype)
 
 
 class L2Projection(nn.Module):
