@@ -99,6 +99,20 @@ def format_attacker_rows(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _seed_list(text: str) -> tuple[int, ...]:
+    """``"0-4"`` or ``"0,2,5"`` (or a mix, ``"0-2,7"``) as a tuple of seeds."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            seeds += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a seed list: {text!r} (e.g. 0-4 or 0,2,5)") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError("no seeds")
+    return tuple(seeds)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from leaderboard.evaluate import evaluate_submission
     from leaderboard.schema import ResultExistsError, save_result
@@ -120,12 +134,17 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         return 2
     code = 0
     for agent in sources:  # in one process: the references' episodes are computed once
-        spec = SubmissionSpec(
-            source=agent,
-            checkpoint=args.checkpoint,
-            name=args.name,
-            train_gradient_steps=args.train_gradient_steps,
-        )
+        try:
+            spec = SubmissionSpec(
+                source=agent,
+                checkpoint=args.checkpoint,
+                name=args.name,
+                train_gradient_steps=args.train_gradient_steps,
+                train_seeds=args.train_seeds,
+            )
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         if attacker:
             from leaderboard.attacker import evaluate_attacker
 
@@ -290,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
         help="training budget of a learned baseline without checkpoint, in gradient steps "
         "(mini-batches; default: the suite's)",
     )
+    ev.add_argument("--train-seeds", type=_seed_list, default=None, metavar="SEEDS",
+                    help="training seeds of a learned baseline, e.g. 0-4 or 0,2,5: every "
+                    "seed's policy plays every unit and day, the row aggregates over seeds and "
+                    "days; a --checkpoint template may hold {seed} (default: seed 0, unlisted)")
     ev.add_argument("--call-timeout", type=float, default=Limits.call_s, metavar="S",
                     help="seconds one act/act_batch request may take (default %(default)g)")
     ev.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S",

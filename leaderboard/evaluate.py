@@ -24,6 +24,7 @@ and suite give the same ``metrics_digest``, whatever ``workers`` is.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import time
 from collections.abc import Callable
@@ -220,12 +221,15 @@ def _evaluate_unit(
     timing: dict[str, Any] = {"env_id": env_id, "instance_seed": int(instance_seed)}
     where = f"{env_id} instance {instance_seed}"
 
+    per_seed = len(seeds) + 1
+    n_seeds = 1 if spec.train_seeds is None else len(spec.train_seeds)
+
     def fail(reason: str, done_ticks: int) -> dict[str, Any]:
         unit["status"] = "failed"
         unit["error"] = reason
         unit["episodes"] = []
         unit["risk"] = None
-        tick(len(seeds) + 1 - done_ticks)
+        tick(per_seed * n_seeds - done_ticks)
         timing["total_s"] = time.perf_counter() - t_unit
         return {"unit": unit, "timing": timing, "slack_guided": "not run", "description": ""}
 
@@ -234,61 +238,84 @@ def _evaluate_unit(
     unit["risk_slack"] = float(env.unwrapped.risk_slack)
     n_teams = int(env.action_space.shape[0])
 
-    # The submission -------------------------------------------------------------------------
-    t0 = time.perf_counter()
+    train_seeds = list(spec.train_seeds) if spec.train_seeds is not None else [None]
+    episodes: list[dict[str, Any]] = []
+    risks: list[dict[str, Any]] = []
+    sg_status = "not run"
+    description = ""
+    for k, train_seed in enumerate(train_seeds):
+        one = spec if train_seed is None else dataclasses.replace(spec, train_seed=train_seed)
+        tag = "" if train_seed is None else f", train seed {train_seed}"
+        done = k * (len(seeds) + 1)
+        t0 = time.perf_counter()
 
-    def start(record: int) -> SealedAgent:
-        proxy = SealedAgent(spec, env_id, int(instance_seed), kwargs,
-                            suite.train_gradient_steps, limits, record=record)
-        proxies.append(proxy)
-        return proxy
+        def start(record: int, one: SubmissionSpec = one) -> SealedAgent:
+            proxy = SealedAgent(one, env_id, int(instance_seed), kwargs,
+                                suite.train_gradient_steps, limits, record=record)
+            proxies.append(proxy)
+            return proxy
 
-    try:
-        played = start(REPLAY_REQUESTS if spec.is_file else 0)
-        agent = GuardedAgent(played, n_teams)
-    except SubmissionError as err:
-        return fail(str(err), 0)
-    timing["make_agent_s"] = time.perf_counter() - t0
+        try:
+            played = start(REPLAY_REQUESTS if spec.is_file else 0)
+            agent = GuardedAgent(played, n_teams)
+        except SubmissionError as err:
+            return fail(str(err) + ("" if not tag else f" ({where}{tag})"), done)
+        timing[f"make_agent_s{tag and '_' + str(train_seed)}"] = time.perf_counter() - t0
+        description = played.description
 
-    # Episodes, beside the references on the same days ---------------------------------------
-    t0 = time.perf_counter()
-    agent.episode_names = [f" ({where}, arrival seed {seed})" for seed in seeds]
-    try:
-        episodes, sg_status = run_episodes(agent, env_id, instance_seed, seeds, kwargs, tick)
-    except SubmissionError as err:
-        return fail(str(err), agent.episodes_started - 1)
-    except (Exception, SystemExit) as err:
-        return fail(
-            describe_exception("episode failed", err) + agent.where, agent.episodes_started - 1
-        )
+        # Episodes, beside the references on the same days -------------------------------------
+        t0 = time.perf_counter()
+        agent.episode_names = [f" ({where}, arrival seed {seed}{tag})" for seed in seeds]
+        try:
+            eps, sg_status = run_episodes(agent, env_id, instance_seed, seeds, kwargs, tick)
+        except SubmissionError as err:
+            return fail(str(err), done + agent.episodes_started - 1)
+        except (Exception, SystemExit) as err:
+            return fail(describe_exception("episode failed", err) + agent.where,
+                        done + agent.episodes_started - 1)
+        if train_seed is not None:
+            eps = [{**e, "train_seed": int(train_seed)} for e in eps]
+        episodes += eps
+        timing["episodes_s"] = timing.get("episodes_s", 0.0) + time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        probe_where = f" ({where}, worst-case risk probe, arrival seed {seeds[0]}{tag})"
+        try:
+            if spec.is_file:  # a fresh process: the episodes' requests again, then the probe's
+                fresh = start(0)
+                fresh.replay(played.queries)
+                played.close()
+                agent = GuardedAgent(fresh, n_teams)
+            agent.where = probe_where
+            report = worst_case_risk(env, agent, seed=seeds[0], max_states=suite.risk_max_states)
+        except SubmissionError as err:
+            return fail(str(err), done + len(seeds))
+        except (Exception, SystemExit) as err:
+            return fail(describe_exception("risk probe failed", err) + agent.where,
+                        done + len(seeds))
+        block = _risk_block(report, env, seeds[0], suite.risk_max_states)
+        if train_seed is not None:
+            block["train_seed"] = int(train_seed)
+        risks.append(block)
+        timing["risk_s"] = timing.get("risk_s", 0.0) + time.perf_counter() - t0
+        for proxy in proxies:
+            proxy.close()
+        proxies.clear()
+        tick(1)
     unit["episodes"] = episodes
-    timing["episodes_s"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    probe_where = f" ({where}, worst-case risk probe, arrival seed {seeds[0]})"
-    try:
-        if spec.is_file:  # a fresh process: first the episodes' requests again, then the probe's
-            fresh = start(0)
-            fresh.replay(played.queries)
-            played.close()
-            agent = GuardedAgent(fresh, n_teams)
-        agent.where = probe_where
-        report = worst_case_risk(env, agent, seed=seeds[0], max_states=suite.risk_max_states)
-    except SubmissionError as err:
-        return fail(str(err), len(seeds))
-    except (Exception, SystemExit) as err:
-        return fail(describe_exception("risk probe failed", err) + agent.where, len(seeds))
-    unit["risk"] = _risk_block(report, env, seeds[0], suite.risk_max_states)
+    # the unit's risk is its worst seed's (every seed's is listed when there are several)
+    unit["risk"] = max(risks, key=lambda r: (r["risk"] / r["bound"] if r["bound"] > 0
+                                             else r["risk"]))
+    if spec.train_seeds is not None:
+        unit["risk_per_seed"] = risks
     ref_env = make_unit_env(env_id, instance_seed, kwargs)
     lp_report = worst_case_risk(
         ref_env, LPAgent(ref_env), seed=seeds[0], max_states=suite.risk_max_states
     )
     unit["lp_risk"] = float(lp_report.risk)
-    timing["risk_s"] = time.perf_counter() - t0
-    tick(1)
     timing["total_s"] = time.perf_counter() - t_unit
     return {"unit": unit, "timing": timing, "slack_guided": sg_status,
-            "description": played.description}
+            "description": description}
 
 
 def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int = 1,
@@ -396,6 +423,7 @@ def evaluate_submission(
             "source": spec.source,
             "checkpoint": spec.checkpoint,
             "train_gradient_steps": spec.train_gradient_steps,
+            "train_seeds": None if spec.train_seeds is None else list(spec.train_seeds),
             "description": "",
             "fingerprint": "",
             "learned": None,
@@ -421,8 +449,10 @@ def evaluate_submission(
     timings: list[dict[str, Any]] = []
     if loaded is not None:
         units = suite.units
+        n_seeds = 1 if spec.train_seeds is None else len(spec.train_seeds)
+        per_unit = n_seeds * (len(suite.arrival_seeds) + 1)
         bar = tqdm(
-            total=len(units) * (len(suite.arrival_seeds) + 1),
+            total=len(units) * per_unit,
             desc=f"{doc['submission']['name']} on {suite.name}",
             unit=" ep+probe",
             disable=not progress,
@@ -430,7 +460,7 @@ def evaluate_submission(
         outs = map_units(
             _worker_unit, [(spec, suite, e, i, limits) for e, i in units], workers=workers,
             backend=backend, address=address,
-            on_done=lambda: bar.update(len(suite.arrival_seeds) + 1),
+            on_done=lambda: bar.update(per_unit),
             local=lambda a: evaluate_unit(*a[:4], tick=bar.update, limits=a[4]),
         )
         bar.close()

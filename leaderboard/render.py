@@ -124,7 +124,9 @@ def _training(doc: dict[str, Any]) -> str:
             old = sub.get("train_steps") or definition.get("train_steps")
             return f"{old:,} env steps / instance" if old else "unknown"
         # Gradient steps (mini-batches), the paper's unit: its budget is 10,000 of them.
-        return f"{steps:,} gradient steps / instance"
+        seeds = sub.get("train_seeds")
+        n = f" × {len(seeds)} seeds" if seeds else " × 1 seed"
+        return f"{steps:,} gradient steps / instance{n}"
     return "file" if sub["kind"] == "file" else "none (solved)"
 
 

@@ -168,6 +168,7 @@ SCHEMA: dict[str, Any] = {
                 "source": {"type": "string"},
                 "checkpoint": {"type": ["string", "null"]},
                 "train_gradient_steps": {"type": ["integer", "null"]},
+                "train_seeds": {"type": ["array", "null"], "items": {"type": "integer"}},
                 "description": {"type": "string"},
                 "fingerprint": {"type": "string"},
                 "learned": {"type": ["boolean", "null"]},

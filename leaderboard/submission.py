@@ -10,11 +10,13 @@ side effects, because the worst-case risk probes it with made-up (obs, info) pai
 
 **Baseline submissions.** A name of :func:`baselines.api.method_names`, optionally with a
 checkpoint path. The path may contain the placeholders ``{env}`` (the id with ``/`` replaced
-by ``_``) and ``{instance}`` to pick one checkpoint per unit, e.g.
-``runs/alpha-ddpg/{env}/i{instance}/final.pt``; it is loaded with ``Method.load(path, env)``.
-Without a checkpoint, ``Method.train`` runs once per unit: non-learning methods solve their
-programs, learned ones train for the suite's ``train_gradient_steps`` (seed 0, in a temporary
-directory, so nothing resumes from an earlier run).
+by ``_``), ``{instance}`` and ``{seed}`` (the training seed) to pick one checkpoint per unit
+and seed, e.g. ``runs/multiseed/alpha-ddpg/{env}_i{instance}/s{seed}``; it is loaded with
+``Method.load(path, env)``. Without a checkpoint, ``Method.train`` runs once per unit and seed:
+non-learning methods solve their programs, learned ones train for the suite's
+``train_gradient_steps`` (seed 0, or each of ``train_seeds``, in a temporary directory, so
+nothing resumes from an earlier run). With ``train_seeds``, every seed's policy plays every day
+of every unit: the row aggregates over seeds and days.
 
 Nothing here runs a submission's code at import of this module. :func:`load_submission` (which
 imports the file) runs only in the submission's own process (:mod:`leaderboard.sealed`); the
@@ -75,12 +77,26 @@ class SubmissionSpec:
         checkpoint: For a baseline name: checkpoint path (may hold ``{env}``, ``{instance}``).
         name: Row label override (default: the file's ``NAME``, or the method name).
         train_gradient_steps: Override of the suite's training budget for a learned baseline.
+        train_seeds: Training seeds of a learned baseline, each evaluated on every unit and
+            day (None: seed 0 only, the result lists no seeds); the checkpoint template may then
+            hold ``{seed}``.
+        train_seed: The seed one submission process trains or loads (set per process by the
+            evaluator from ``train_seeds``).
     """
 
     source: str
     checkpoint: str | None = None
     name: str | None = None
     train_gradient_steps: int | None = None
+    train_seeds: tuple[int, ...] | None = None
+    train_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.train_seeds is not None:
+            seeds = tuple(int(x) for x in self.train_seeds)
+            if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+                raise ValueError(f"train_seeds must be distinct seeds >= 0, got {seeds}")
+            object.__setattr__(self, "train_seeds", seeds)
 
     @property
     def is_file(self) -> bool:
@@ -118,6 +134,7 @@ class LoadedSubmission:
             "source": self.spec.source,
             "checkpoint": self.spec.checkpoint,
             "train_gradient_steps": self.spec.train_gradient_steps,
+            "train_seeds": None if self.spec.train_seeds is None else list(self.spec.train_seeds),
             "description": self.description,
             "fingerprint": self.fingerprint,
             "learned": self.learned,
@@ -164,8 +181,8 @@ def _load_file(spec: SubmissionSpec, factory_name: str = "make_agent") -> Loaded
     )
 
 
-def _checkpoint_path(template: str, env_id: str, instance_seed: int) -> Path:
-    return Path(template.format(env=env_id.replace("/", "_"), instance=instance_seed))
+def _checkpoint_path(template: str, env_id: str, instance_seed: int, seed: int = 0) -> Path:
+    return Path(template.format(env=env_id.replace("/", "_"), instance=instance_seed, seed=seed))
 
 
 def literal_name(path: str | Path) -> str | None:
@@ -213,6 +230,8 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
     except (Exception, SystemExit) as err:
         raise SubmissionError(describe_exception(f"import of {spec.source} failed", err)) from err
     h = hashlib.sha256(f"baseline:{spec.source}:{spec.train_gradient_steps}".encode())
+    if spec.train_seeds is not None:
+        h.update(f"seeds:{','.join(map(str, spec.train_seeds))}".encode())
     if spec.checkpoint is not None:
         h.update(spec.checkpoint.encode())
         if "{" not in spec.checkpoint:
@@ -231,7 +250,7 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
         train_gradient_steps: int,
     ) -> Any:
         if spec.checkpoint is not None:
-            path = _checkpoint_path(spec.checkpoint, env_id, instance_seed)
+            path = _checkpoint_path(spec.checkpoint, env_id, instance_seed, spec.train_seed)
             if not path.exists():
                 raise FileNotFoundError(f"checkpoint not found: {path}")
             return method.load(path, env)
@@ -244,7 +263,7 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
                 algo=spec.source,
                 env_id=env_id,
                 gradient_steps=int(steps),
-                seed=0,
+                seed=int(spec.train_seed),
                 out=Path(tmp),
                 instance_seed=int(instance_seed),
                 env_kwargs=dict(env_kwargs),
@@ -275,6 +294,9 @@ def describe_submission(spec: SubmissionSpec) -> LoadedSubmission:
     """
     if not spec.is_file:
         return _load_baseline(spec)
+    if spec.train_seeds is not None:
+        raise SubmissionError("train seeds apply to baseline names only; a file submission "
+                              "trains (or not) in its own make_agent")
     path = Path(spec.source)
     if not path.is_file():
         raise SubmissionError(f"import failed: no such file {spec.source!r}")

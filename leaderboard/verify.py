@@ -91,8 +91,10 @@ def verify(result: str | Path, limits: Limits | None = None, workers: int = 1,
     if suite.digest() != doc["suite"]["hash"]:
         return Verification(path, False, f"suite {suite.name!r} has changed since (hash "
                             f"{suite.digest()} now, {doc['suite']['hash']} in the result)")
+    seeds = sub.get("train_seeds")
     spec = SubmissionSpec(source=sub["source"], checkpoint=sub["checkpoint"], name=sub["name"],
-                          train_gradient_steps=sub["train_gradient_steps"])
+                          train_gradient_steps=sub["train_gradient_steps"],
+                          train_seeds=None if seeds is None else tuple(seeds))
     attacker = doc.get("track") == "attacker"
     try:
         if attacker:

@@ -436,3 +436,70 @@ def test_ray_backend_gives_the_local_digest(centre_doc: dict) -> None:
         ray.shutdown()
     assert doc["status"] == "ok"
     assert doc["metrics_digest"] == centre_doc["metrics_digest"]
+
+
+def test_several_training_seeds_each_play_every_day(tmp_path: Path) -> None:
+    """A learned baseline with train_seeds: every seed's policy on every day, one row."""
+    spec = SubmissionSpec("alpha-ddpg", train_seeds=(0, 1), train_gradient_steps=4)
+    doc = evaluate_submission(spec, TINY, progress=False, reps=REPS)
+    assert doc["status"] == "ok", doc["error"]
+    assert doc["submission"]["train_seeds"] == [0, 1]
+    unit = doc["units"][0]
+    seeds = [(e["train_seed"], e["arrival_seed"]) for e in unit["episodes"]]
+    days = list(TINY.arrival_seeds)
+    assert seeds == [(0, days[0]), (0, days[1]), (1, days[0]), (1, days[1])]
+    # two different policies: seed 1 is not seed 0 replayed
+    waits = [e["mean_wait"] for e in unit["episodes"]]
+    assert waits[:2] != waits[2:]
+    # the LP reference is the same on a day whatever the seed
+    assert [e["lp_mean_wait"] for e in unit["episodes"][:2]] == [
+        e["lp_mean_wait"] for e in unit["episodes"][2:]]
+    assert [r["train_seed"] for r in unit["risk_per_seed"]] == [0, 1]
+    worst = max(unit["risk_per_seed"], key=lambda r: r["risk"] / r["bound"])
+    assert unit["risk"] == worst
+    assert doc["aggregate"]["n_runs"] == 4 and doc["aggregate"]["n_episodes"] == 4
+    validate(doc)
+    # seed 0 alone gives the first two episodes exactly (the same training, the same days)
+    one = evaluate_submission(SubmissionSpec("alpha-ddpg", train_gradient_steps=4), TINY,
+                              progress=False, reps=REPS)
+    assert [e["mean_wait"] for e in one["units"][0]["episodes"]] == waits[:2]
+
+
+def test_a_checkpoint_template_picks_each_seed(tmp_path: Path) -> None:
+    from baselines.api import RunConfig, get_method
+
+    for seed in (0, 3):
+        get_method("alpha-ddpg").train(RunConfig(
+            algo="alpha-ddpg", env_id=TINY.env_ids[0], gradient_steps=4, seed=seed,
+            out=tmp_path / f"s{seed}", progress=False,
+            hparams={"warmup_steps": 50, "batch_size": 16, "eval_every": 0}))
+    spec = SubmissionSpec("alpha-ddpg", checkpoint=str(tmp_path / "s{seed}"),
+                          train_seeds=(0, 3))
+    doc = evaluate_submission(spec, TINY, progress=False, reps=REPS)
+    assert doc["status"] == "ok", doc["error"]
+    assert sorted({e["train_seed"] for e in doc["units"][0]["episodes"]}) == [0, 3]
+    missing = SubmissionSpec("alpha-ddpg", checkpoint=str(tmp_path / "s{seed}"),
+                             train_seeds=(0, 1))
+    doc = evaluate_submission(missing, TINY, progress=False, reps=REPS)
+    assert doc["status"] == "failed" and "checkpoint not found" in doc["error"]
+    assert "s1" in doc["error"]
+
+
+@pytest.mark.parametrize(("text", "seeds"), [("0-4", (0, 1, 2, 3, 4)), ("0,2,5", (0, 2, 5)),
+                                             ("0-2,7", (0, 1, 2, 7)), ("3", (3,))])
+def test_train_seed_lists(text: str, seeds: tuple[int, ...]) -> None:
+    from leaderboard.__main__ import _seed_list
+
+    assert _seed_list(text) == seeds
+
+
+def test_bad_train_seeds_are_refused(tmp_path: Path, capsys) -> None:
+    with pytest.raises(ValueError, match="distinct"):
+        SubmissionSpec("alpha-ddpg", train_seeds=(1, 1))
+    code = main(["evaluate", "--agent", "alpha-ddpg", "--train-seeds", "2,2", "--suite", "micro",
+                 "--out", str(tmp_path), "--no-progress"])
+    assert code == 2 and "distinct" in capsys.readouterr().err
+    path = write(tmp_path, "f", CENTRE)
+    doc = evaluate_submission(SubmissionSpec(path, train_seeds=(0, 1)), TINY, progress=False,
+                              reps=REPS)
+    assert doc["status"] == "failed" and "baseline names only" in doc["error"]

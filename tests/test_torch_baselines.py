@@ -109,10 +109,17 @@ SMOKE = {
     "alpha-ddpg": (75, OFF, 100 + 75 * 2),
     "alpha-td3": (75, OFF, 100 + 75 * 2),
     "penalty-ddpg": (75, OFF, 100 + 75 * 2),
+    "radial-ddpg": (75, OFF, 100 + 75 * 2),
+    "proj-ddpg": (75, OFF, 100 + 75 * 2),
+    "proj-penalty-ddpg": (75, OFF, 100 + 75 * 2),
     "sac": (75, OFF, 100 + 75 * 2),
     # one update = repeat x ceil(n_steps / batch_size) = 1 x 2 mini-batches per 128 steps
     "ppo": (4, dict(n_steps=128, batch_size=64, repeat=1), 2 * 128),
 }
+
+
+#: Methods whose actor proposes points of the simplex that may break the polytope.
+UNPROJECTED = ("penalty-ddpg", "proj-ddpg", "proj-penalty-ddpg")
 
 
 @pytest.mark.parametrize("algo", list(SMOKE))
@@ -132,7 +139,7 @@ def test_smoke_train_and_load(tmp_path: Path, env: gym.Env, algo: str) -> None:
     np.testing.assert_array_equal(a1, a2)
     by_dir = get_method(algo).load(run.out, env)  # a run directory: best.pt, else latest ckpt
     np.testing.assert_array_equal(np.stack([by_dir.act(o, {}) for o in obs]), a1)
-    if algo != "penalty-ddpg":
+    if algo not in UNPROJECTED:
         _assert_feasible(env, obs, a1)
     assert np.allclose(a1.sum(-1), 1.0, atol=1e-6) and a1.min() >= 0
 
@@ -197,3 +204,43 @@ def test_bench_quick_smoke(tmp_path: Path) -> None:
         assert proj["speedup"] > 1.0  # the α-projection is cheaper than a QP per sample
     (row,) = result["training"]
     assert row["flights"] == 10 and row["obs_dim"] == 116 and row["train_s"] > 0
+
+
+def test_radial_squash_worked_by_hand() -> None:
+    """T = 2, one risk row y_1 <= 0.6 and y >= 0, centre (0.3, 0.7)."""
+    from baselines.projection import RadialSquash
+
+    a = np.array([[[1.0, 0.0], [-1.0, 0.0], [0.0, -1.0]]])
+    b = np.array([[0.6, 0.0, 0.0]])
+    sq = RadialSquash(a, b, np.array([[0.3, 0.7]]), slice(0, 1))
+    cat = torch.zeros(3, dtype=torch.long)
+    z = torch.tensor([[10.0, 0.0], [0.0, 10.0], [1.0, 1.0]], dtype=torch.float64)
+    y = sq(z, cat_B=cat).numpy()
+    # z = (10, 0): d = (5, -5), |d| = sqrt(50), toward y_1 = 0.6: rho = 0.3 / (1/sqrt 2)
+    t = np.tanh(np.sqrt(50.0)) * (1 - 1e-6)
+    np.testing.assert_allclose(y[0], [0.3 + 0.3 * t, 0.7 - 0.3 * t], rtol=0, atol=1e-15)
+    # z = (0, 10): toward y_1 = 0, the nonnegativity row: rho = 0.3 * sqrt 2 along (-1, 1)/sqrt 2
+    np.testing.assert_allclose(y[1], [0.3 - 0.3 * t, 0.7 + 0.3 * t], rtol=0, atol=1e-15)
+    # equal logits: no direction, the centre
+    np.testing.assert_allclose(y[2], [0.3, 0.7], rtol=0, atol=1e-15)
+
+
+def test_radial_actor_is_strictly_feasible_on_every_input(env: gym.Env) -> None:
+    """Greedy, explored and extreme logits all land inside the waiting category's polytope."""
+    cfg = AlphaDDPGConfig(hidden_sizes=(16, 16))
+    _, actor = build(env, cfg, "radial")
+    rng = np.random.default_rng(11)
+    obs = _random_obs(env, rng, 300)
+    obs_t = torch.tensor(obs)
+    with torch.no_grad():
+        greedy, _ = actor.from_logits(actor.logits(obs_t), obs_t, double=True)
+        extreme = torch.tensor(rng.choice([-1.0, 1.0], size=(300, env.action_space.shape[0])))
+        corner, _ = actor.from_logits(extreme, obs_t, double=True)
+    explore = explore_fn(actor, 0.5)
+    explored = np.stack([explore(o, rng) for o in obs[:50]])
+    _assert_feasible(env, obs, greedy.numpy())
+    _assert_feasible(env, obs, corner.numpy())
+    _assert_feasible(env, obs[:50], explored)
+    # squashing moves feasible points too: the greedy actions are not the softmax points
+    soft = torch.softmax(cfg.beta * actor.logits(obs_t).double(), -1)
+    assert (soft - greedy).abs().max().item() > 1e-3
