@@ -101,6 +101,11 @@ class OffPolicyConfig:
             gradient steps (the learning curve); 0 disables.
         eval_days: Days per curve point.
         threads: ``torch.set_num_threads`` during training.
+        num_envs: Days collected at once from the native vector environment
+            (:class:`tsg_envs.vector.ScreeningVectorEnv`), the actor batched over them; 1 steps
+            one day at a time (DDPG-family methods support more).
+        vector: Collect through the vector environment even when ``num_envs`` is 1 (it then
+            stores the transitions of the one-day loop, to rounding).
         keep_best: Return (and save as ``best.pt``) the weights with the lowest learning-curve
             evaluation (early stopping on the validation days ``EVAL_SEED_BASE + i``, which
             are disjoint from training days and from the leaderboard's test days); False
@@ -128,6 +133,8 @@ class OffPolicyConfig:
     eval_every: int = 2_000
     eval_days: int = 2
     threads: int = 1
+    num_envs: int = 1
+    vector: bool = False
     keep_best: bool = True
 
 
@@ -489,7 +496,9 @@ class OffPolicyHooks:
         explore_action: ``(obs, rng) -> action`` of the behaviour policy (noise inside).
         greedy_act: ``obs -> action`` of the deterministic policy (evaluation / the Agent).
         config: The method's config dataclass (saved in checkpoints).
-        extra_state: Optional ``() -> dict`` saved in checkpoints, and its restorer.
+        explore_batch: ``(obs_NO, rng) -> actions_NT``, the behaviour policy on N observations
+            at once (the vector loop; for N = 1 it draws what ``explore_action`` draws).
+        vector_env: ``n -> ScreeningVectorEnv`` of the training environment (the vector loop).
     """
 
     algorithm: Any
@@ -497,6 +506,8 @@ class OffPolicyHooks:
     explore_action: Callable[[np.ndarray, np.random.Generator], np.ndarray]
     greedy_act: Callable[[np.ndarray], np.ndarray]
     config: Any
+    explore_batch: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None = None
+    vector_env: Callable[[int], Any] | None = None
 
 
 def progress_bar(run: RunConfig, initial: int) -> Any:
@@ -614,7 +625,88 @@ def train_off_policy(
     if step == 0 and cfg.eval_every > 0:
         evaluate()
 
-    while grad < run.gradient_steps:
+    vector = cfg.vector or cfg.num_envs > 1
+    venv = None
+    if vector:
+        if hooks.vector_env is None or hooks.explore_batch is None:
+            raise ValueError(f"{method} has no vector loop: use num_envs=1 (the DDPG family "
+                             "collects from the vector environment)")
+        venv = hooks.vector_env(int(cfg.num_envs))
+
+    def store(obs: Any, act: Any, rew: float, terminated: bool, truncated: bool,
+              obs_next: Any) -> None:
+        nonlocal mean_reward, step, update_credit
+        stored = cfg.reward_scale * rew
+        if cfg.reward_centering:
+            mean_reward += cfg.centering_rate * (stored - mean_reward)
+            stored -= mean_reward
+        buffer.add(Batch(obs=obs, act=act, rew=stored, terminated=terminated,
+                         truncated=truncated, obs_next=obs_next, info={}))
+        step += 1
+        if step > cfg.warmup_steps:
+            update_credit += cfg.updates_per_step
+
+    def update() -> None:
+        nonlocal update_credit, grad
+        if update_credit >= 1.0 and len(buffer) >= cfg.batch_size:
+            with policy_within_training_step(policy):
+                while update_credit >= 1.0 and grad < run.gradient_steps:
+                    loss = _actor_loss_of(algorithm.update(buffer, cfg.batch_size))
+                    if loss is not None:
+                        losses.append(loss)
+                    update_credit -= 1.0
+                    grad += 1
+                    if bar is not None:
+                        bar.update(1)
+
+    def maybe_evaluate() -> None:
+        nonlocal next_eval
+        if next_eval is not None and grad >= next_eval:
+            ev = evaluate()
+            if bar is not None:
+                bar.set_postfix(eval_wait=f"{ev:.2f}")
+            next_eval += cfg.eval_every
+
+    while grad < run.gradient_steps and venv is not None:
+        n = venv.num_envs
+        obs_n, infos = venv.reset(seed=[day_seed(run.seed, day + i) for i in range(n)])
+        day += n
+        day_waits: list[float] = []
+        done = False
+        while not done:
+            acts = np.empty((n, venv.single_action_space.shape[0]))
+            warm = np.array([step + i < cfg.warmup_steps for i in range(n)])
+            with torch.no_grad():
+                for i in np.flatnonzero(warm):
+                    info_i = {k: v[i] for k, v in infos.items() if not k.startswith("_")}
+                    acts[i] = hooks.warmup_action(obs_n[i], info_i, rng)
+                if not warm.all():
+                    rows = np.flatnonzero(~warm)
+                    acts[rows] = hooks.explore_batch(obs_n[rows], rng)
+            obs_next, rew, terminated, truncated, infos = venv.step(acts)
+            if terminated.any() != terminated.all():
+                raise RuntimeError("the vector environment's days ended apart")
+            done = bool(terminated.all() or truncated.any())
+            for i in range(n):
+                day_waits.append(float(infos["wait"][i]))
+                store(obs_n[i], acts[i], float(rew[i]), bool(terminated[i]),
+                      bool(truncated[i]), obs_next[i])
+            obs_n = obs_next
+            update()
+            maybe_evaluate()
+            if grad >= run.gradient_steps:
+                break
+        curve.write(
+            gradient_steps=grad,
+            step=step,
+            wall_s=round(time.perf_counter() - t0, 2),
+            train_day_mean_wait=float(np.mean(day_waits)),
+        )
+        if step >= next_ckpt or grad >= run.gradient_steps:
+            save_checkpoint(out, step, payload(cfg.save_buffer))
+            next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+
+    while grad < run.gradient_steps and venv is None:
         obs, info = env.reset(seed=day_seed(run.seed, day))
         day += 1
         done = False

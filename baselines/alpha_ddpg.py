@@ -235,6 +235,20 @@ def explore_fn(actor: SimplexActor, sigma: float) -> Any:
     return explore
 
 
+def explore_batch_fn(actor: SimplexActor, sigma: float) -> Any:
+    """:func:`explore_fn` on N observations at once (the same draws when N = 1)."""
+
+    @torch.no_grad()
+    def explore(obs_NO: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        obs_t = torch.as_tensor(obs_NO, dtype=torch.float32)
+        u = actor.logits(obs_t).double()
+        noise = torch.from_numpy(rng.normal(0.0, sigma, size=tuple(u.shape)))
+        y, _ = actor.from_logits((u + noise).clamp(-1.0, 1.0), obs_t, double=True)
+        return y.numpy()
+
+    return explore
+
+
 def feasible_warmup(env: gym.Env) -> Any:
     """Warm-up sampler: ``PolytopeSet.sample`` for the waiting category (always feasible)."""
     polys = env.unwrapped.polytopes
@@ -263,6 +277,8 @@ def train_ddpg_family(
         algorithm=algorithm,
         warmup_action=warmup if warmup is not None else feasible_warmup(env),
         explore_action=explore_fn(actor, cfg.exploration_sigma),
+        explore_batch=explore_batch_fn(actor, cfg.exploration_sigma),
+        vector_env=lambda n: run.make_vector_env(n, invalid_action=invalid_action),
         greedy_act=greedy_simplex_act(actor),
         config=cfg,
     )

@@ -61,6 +61,12 @@ class RunConfig:
         kwargs = {"instance_seed": self.instance_seed, **self.env_kwargs, **overrides}
         return gym.make(self.env_id, **kwargs)
 
+    def make_vector_env(self, num_envs: int, **overrides: Any) -> gym.vector.VectorEnv:
+        """The run's environment as the native vector environment of ``num_envs`` days."""
+        kwargs = {"instance_seed": self.instance_seed, **self.env_kwargs, **overrides}
+        return gym.make_vec(self.env_id, num_envs=int(num_envs),
+                            vectorization_mode="vector_entry_point", **kwargs)
+
 
 @dataclass(frozen=True)
 class Method:

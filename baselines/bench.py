@@ -10,6 +10,14 @@
    reported separately), wall-clock and process CPU time (the fair number on a shared
    machine), with a power-law fit of the CPU time, t ∝ flights^k.
 
+3. The training loops' overhead (``--loops``), per learned off-policy method: one run of the
+   default config (warm-up, updates per environment step) on ``tsg/Screening-v1`` for N
+   gradient steps, reporting environment steps/s, gradient steps/s and the loop's time per
+   gradient step against the bare Tianshou update of the same algorithm (``algorithm.update``:
+   sample a mini-batch from a filled buffer and update, nothing else), timed in the same run:
+   the ratio is what collecting, acting, storing and bookkeeping add. DDPG-family methods are
+   also run from the native vector environment (``num_envs`` days at once).
+
 Prints a Markdown table naming the machine; ``--json PATH`` also writes the numbers.
 """
 
@@ -39,7 +47,8 @@ from baselines.api import RunConfig
 from baselines.projection import AlphaProjection
 from tsg_envs.provenance import cpu_model
 
-__all__ = ["BenchConfig", "bench_projection", "bench_training", "machine", "main"]
+__all__ = ["BenchConfig", "bench_projection", "bench_training", "bench_loops",
+           "bare_update_seconds", "loops_table", "machine", "main"]
 
 
 @dataclass(kw_only=True)
@@ -170,6 +179,135 @@ def bench_training(cfg: BenchConfig) -> list[dict[str, Any]]:
     return rows
 
 
+#: Off-policy methods of the loop benchmark: (config class path, projection, td3?, env mode).
+LOOP_METHODS: dict[str, tuple[str, str, bool, str]] = {
+    "alpha-ddpg": ("baselines.alpha_ddpg:AlphaDDPGConfig", "alpha", False, "raise"),
+    "alpha-td3": ("baselines.alpha_td3:AlphaTD3Config", "alpha", True, "raise"),
+    "radial-ddpg": ("baselines.radial_ddpg:RadialDDPGConfig", "radial", False, "raise"),
+    "proj-ddpg": ("baselines.proj_ddpg:ProjDDPGConfig", "none", False, "project"),
+    "proj-penalty-ddpg": ("baselines.proj_penalty_ddpg:ProjPenaltyDDPGConfig", "none", False,
+                          "project"),
+    "penalty-ddpg": ("baselines.penalty_ddpg:PenaltyDDPGConfig", "none", False, "penalize"),
+    "sac": ("baselines.sac:SACConfig", "sac", False, "raise"),
+}
+
+
+def _config(method: str, hparams: dict[str, Any]) -> Any:
+    import importlib
+
+    from baselines._torch_common import make_config
+
+    module, _, name = LOOP_METHODS[method][0].partition(":")
+    return make_config(getattr(importlib.import_module(module), name), hparams)
+
+
+def _filled_buffer(env: gym.Env, n: int, seed: int) -> Any:
+    """A replay buffer of ``n`` transitions of random points of the simplex (not timed)."""
+    from tianshou.data import Batch, ReplayBuffer
+
+    rng = np.random.default_rng(seed)
+    buffer = ReplayBuffer(n)
+    t = env.action_space.shape[0]
+    obs, _ = env.reset(seed=seed)
+    while len(buffer) < n:
+        act = rng.dirichlet(np.ones(t))
+        nxt, rew, term, trunc, _ = env.step(act)
+        buffer.add(Batch(obs=obs, act=act, rew=0.1 * rew, terminated=term, truncated=trunc,
+                         obs_next=nxt, info={}))
+        obs = nxt if not (term or trunc) else env.reset(seed=int(rng.integers(2**31)))[0]
+    return buffer
+
+
+def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed: int = 0
+                        ) -> float:
+    """Median-free mean seconds of one bare ``algorithm.update`` of ``method`` (see item 3)."""
+    from tianshou.utils.torch_utils import policy_within_training_step
+
+    cfg = _config(method, hparams)
+    _, projection, td3, mode = LOOP_METHODS[method]
+    torch.manual_seed(seed)
+    env = gym.make("tsg/Screening-v1", instance_seed=0, invalid_action="project")
+    if projection == "sac":
+        from baselines.sac import build as build_sac
+        from tsg_envs.wrappers import SoftmaxAlphaProjection
+
+        algorithm, _ = build_sac(SoftmaxAlphaProjection(
+            gym.make("tsg/Screening-v1", instance_seed=0, invalid_action="raise"),
+            beta=cfg.beta), cfg)
+    else:
+        from baselines.alpha_ddpg import build
+
+        td3_kw = ({"policy_noise": cfg.policy_noise, "noise_clip": cfg.noise_clip,
+                   "update_actor_freq": cfg.update_actor_freq} if td3 else None)
+        algorithm, _ = build(env, cfg, projection, td3_kw)  # type: ignore[arg-type]
+    buffer = _filled_buffer(env, max(4 * cfg.batch_size, 2_000), seed)
+    policy = algorithm.policy
+    with policy_within_training_step(policy):
+        for _ in range(10):
+            algorithm.update(buffer, cfg.batch_size)
+        t = time.perf_counter()
+        for _ in range(repeats):
+            algorithm.update(buffer, cfg.batch_size)
+        return (time.perf_counter() - t) / repeats
+
+
+def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, ...],
+                hparams: dict[str, Any], threads: int = 1, seed: int = 0,
+                bare_repeats: int = 500) -> list[dict[str, Any]]:
+    """Item 3: per method (and vector width), the loop's rates and its overhead ratio."""
+    from tianshou.algorithm.algorithm_base import Policy
+
+    from baselines.api import get_method
+
+    Policy._compile()
+    torch.set_num_threads(threads)
+    rows = []
+    for method in methods:
+        widths = num_envs if LOOP_METHODS[method][1] != "sac" else (1,)
+        bare = bare_update_seconds(method, hparams, bare_repeats, seed)
+        for n in widths:
+            tmp = Path(tempfile.mkdtemp(prefix="tsg-bench-"))
+            hp = {**hparams, "eval_every": 0, "checkpoint_every": 10**9, "threads": threads,
+                  "num_envs": n, "keep_best": False}
+            run = RunConfig(algo=method, gradient_steps=grad_steps, seed=seed, out=tmp,
+                            hparams=hp, progress=False)
+            t, c = time.perf_counter(), time.process_time()
+            get_method(method).train(run)
+            wall, cpu = time.perf_counter() - t, time.process_time() - c
+            from baselines._torch_common import latest_checkpoint, load_checkpoint
+
+            state = load_checkpoint(latest_checkpoint(tmp))
+            shutil.rmtree(tmp, ignore_errors=True)
+            row = {
+                "method": method, "num_envs": n, "gradient_steps": int(state["gradient_steps"]),
+                "env_steps": int(state["step"]), "wall_s": wall, "cpu_s": cpu,
+                "env_steps_per_s": state["step"] / wall,
+                "gradient_steps_per_s": state["gradient_steps"] / wall,
+                "loop_s_per_gradient_step": wall / max(1, state["gradient_steps"]),
+                "bare_update_s": bare,
+            }
+            row["overhead_ratio"] = row["loop_s_per_gradient_step"] / bare
+            rows.append(row)
+            print(f"  {method} x{n}: {wall:.1f} s for {row['gradient_steps']} gradient steps "
+                  f"({row['env_steps']} env steps); loop/bare = {row['overhead_ratio']:.2f}",
+                  flush=True)
+    return rows
+
+
+def loops_table(rows: list[dict[str, Any]]) -> str:
+    """The loop benchmark as a Markdown table."""
+    lines = ["| method | days at once | gradient steps | env steps | wall | env steps/s | "
+             "gradient steps/s | loop per gradient step | bare update | loop / bare |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(
+            f"| {r['method']} | {r['num_envs']} | {r['gradient_steps']:,} | {r['env_steps']:,} | "
+            f"{r['wall_s']:.1f} s | {r['env_steps_per_s']:,.0f} | "
+            f"{r['gradient_steps_per_s']:,.0f} | {r['loop_s_per_gradient_step'] * 1e3:.2f} ms | "
+            f"{r['bare_update_s'] * 1e3:.2f} ms | {r['overhead_ratio']:.2f} |")
+    return "\n".join(lines)
+
+
 def _fit(rows: list[dict[str, Any]]) -> tuple[float, float] | None:
     if len(rows) < 2:
         return None
@@ -191,6 +329,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     p.add_argument("--grad-steps", type=int, help="gradient steps per size (default 10000)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--loops", action="store_true",
+                   help="only the loop benchmark (item 3): rates and overhead per method")
+    p.add_argument("--methods", nargs="+", default=list(LOOP_METHODS),
+                   help="methods of the loop benchmark (default: all off-policy ones)")
+    p.add_argument("--num-envs", type=int, nargs="+", default=[1, 8],
+                   help="vector widths of the loop benchmark (DDPG family; default 1 8)")
     p.add_argument("--json", type=Path, help="also write the results here")
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # cvxpylayers/numpy 2 noise
@@ -219,6 +363,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
     }
     print(f"machine: {result['machine']}", flush=True)
+    if args.loops:
+        steps = args.grad_steps or (100 if args.quick else 10_000)
+        hp = {"warmup_steps": 200, "hidden_sizes": (64, 64)} if args.quick else {}
+        result["config"].update(grad_steps=steps, num_envs=list(args.num_envs),
+                                methods=list(args.methods), hparams=hp)
+        print(f"\ntraining loops, {steps} gradient steps each:", flush=True)
+        rows = bench_loops(tuple(args.methods), steps, tuple(args.num_envs), hp,
+                           threads=cfg.threads, bare_repeats=50 if args.quick else 500)
+        result["loops"] = rows
+        print("\n" + loops_table(rows))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(result, indent=2))
+        return result
     proj = bench_projection(cfg)
     result["projection"] = proj
     print(f"\n| projection (batch {cfg.batch}, forward+backward) | median time | speed-up |")

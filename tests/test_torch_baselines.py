@@ -244,3 +244,74 @@ def test_radial_actor_is_strictly_feasible_on_every_input(env: gym.Env) -> None:
     # squashing moves feasible points too: the greedy actions are not the softmax points
     soft = torch.softmax(cfg.beta * actor.logits(obs_t).double(), -1)
     assert (soft - greedy).abs().max().item() > 1e-3
+
+
+def _buffer_of(run: RunConfig) -> object:
+    import pickle
+
+    return pickle.loads(load_checkpoint(latest_checkpoint(run.out))["buffer"])
+
+
+VEC = dict(OFF, save_buffer=True, checkpoint_every=10**9)
+
+
+def test_the_vector_loop_with_one_day_stores_the_one_day_loop_transitions(tmp_path: Path) -> None:
+    """N = 1 through the native vector env: the same transitions (floats to rounding)."""
+    single = _run(tmp_path / "single", "alpha-ddpg", 60, **VEC)
+    vector = _run(tmp_path / "vector", "alpha-ddpg", 60, vector=True, **VEC)
+    a_agent = get_method("alpha-ddpg").train(single)
+    b_agent = get_method("alpha-ddpg").train(vector)
+    a, b = _buffer_of(single), _buffer_of(vector)
+    assert len(a) == len(b) == 100 + 60 * 2
+    for key in ("obs", "act", "rew", "obs_next", "terminated"):
+        np.testing.assert_allclose(np.asarray(getattr(a, key)[: len(a)], dtype=float),
+                                   np.asarray(getattr(b, key)[: len(b)], dtype=float),
+                                   rtol=0, atol=1e-9, err_msg=key)
+    obs = _random_obs(gym.make("tsg/Screening-v1", instance_seed=0), np.random.default_rng(2), 20)
+    np.testing.assert_allclose(np.stack([a_agent.act(o, {}) for o in obs]),
+                               np.stack([b_agent.act(o, {}) for o in obs]), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("algo", ["alpha-ddpg", "radial-ddpg", "proj-ddpg"])
+def test_the_vector_loop_collects_several_days_feasibly(tmp_path: Path, env: gym.Env,
+                                                        algo: str) -> None:
+    run = _run(tmp_path, algo, 40, num_envs=4, **VEC)
+    get_method(algo).train(run)
+    state = load_checkpoint(latest_checkpoint(run.out))
+    buf = _buffer_of(run)
+    # 4 days at once: warm-up 100 steps, then 2 environment steps per gradient step, in
+    # vector steps of 4 transitions (the last one may overshoot by up to 3)
+    assert state["gradient_steps"] == 40
+    assert 180 <= state["step"] <= 183 and state["step"] % 4 == 0 and len(buf) == state["step"]
+    assert state["day"] == 4
+    obs = np.asarray(buf.obs[: len(buf)])
+    act = np.asarray(buf.act[: len(buf)])
+    if algo in UNPROJECTED:
+        assert np.allclose(act.sum(-1), 1.0) and act.min() >= 0
+    else:
+        _assert_feasible(env, obs, act)
+    # the 4 days are different days: their first observations differ in the queues or arrivals
+    assert len({tuple(np.round(o, 6)) for o in obs[4:8]}) > 1
+
+
+def test_the_vector_loop_resumes_exactly(tmp_path: Path) -> None:
+    """Interrupted at a day boundary and resumed = run straight through."""
+    hp = dict(OFF, num_envs=2, checkpoint_every=1, save_buffer=True)
+    env_id = "tsg/Screening-Window-5F-v1"  # 450 passengers a day: a checkpoint per 2 days
+    straight = RunConfig(algo="alpha-ddpg", env_id=env_id, gradient_steps=500, seed=3,
+                         out=tmp_path / "straight", progress=False, hparams={**TINY, **hp})
+    a = get_method("alpha-ddpg").train(straight)
+    # 2 days of 450 at once: after 100 warm-up steps, 800 transitions give 400 gradient steps
+    # exactly at the end of the first pair of days (environment step 900)
+    part = RunConfig(algo="alpha-ddpg", env_id=env_id, gradient_steps=400, seed=3,
+                     out=tmp_path / "resumed", progress=False, hparams={**TINY, **hp})
+    get_method("alpha-ddpg").train(part)
+    first = load_checkpoint(latest_checkpoint(part.out))
+    assert (first["day"], first["step"], first["gradient_steps"]) == (2, 900, 400)
+    resumed = RunConfig(**{**part.__dict__, "gradient_steps": 500})
+    b = get_method("alpha-ddpg").train(resumed)
+    obs = np.asarray(_buffer_of(straight).obs[:50])
+    np.testing.assert_array_equal(np.asarray(_buffer_of(straight).act[:1100]),
+                                  np.asarray(_buffer_of(resumed).act[:1100]))
+    np.testing.assert_array_equal(np.stack([a.act(o, {}) for o in obs]),
+                                  np.stack([b.act(o, {}) for o in obs]))
