@@ -58,11 +58,11 @@ from leaderboard.submission import (
     LoadedSubmission,
     SubmissionError,
     SubmissionSpec,
-    _checkpoint_path,
-    _load_file,
-    _sha256_file,
+    checkpoint_path,
     describe_exception,
+    load_file,
     row_name,
+    sha256_file,
 )
 from leaderboard.suites import Suite
 from tsg_envs.attacker_env import AttackerEnv
@@ -138,7 +138,7 @@ def describe_attacker(spec: SubmissionSpec) -> LoadedSubmission:
         path = Path(spec.source)
         if not path.is_file():
             raise SubmissionError(f"import failed: no such file {spec.source!r}")
-        fingerprint, description, learned = _sha256_file(path), "", None
+        fingerprint, description, learned = sha256_file(path), "", None
     else:
         if spec.source not in ATTACKER_BASELINES:
             raise SubmissionError(
@@ -152,7 +152,7 @@ def describe_attacker(spec: SubmissionSpec) -> LoadedSubmission:
                 path = Path(spec.checkpoint)
                 if not path.is_file():
                     raise SubmissionError(f"checkpoint not found: {spec.checkpoint}")
-                h.update(_sha256_file(path).encode())
+                h.update(sha256_file(path).encode())
         fingerprint = h.hexdigest()
         description = ATTACKER_BASELINES[spec.source]
         learned = spec.source == "dqn"
@@ -175,7 +175,7 @@ def load_attacker(spec: SubmissionSpec) -> LoadedSubmission:
         SubmissionError: the file cannot be imported, or names no ``make_attacker``.
     """
     if spec.is_file:
-        return _load_file(spec, factory_name="make_attacker")
+        return load_file(spec, factory_name="make_attacker")
     loaded = describe_attacker(spec)
     if spec.source == "best-response":
         raise SubmissionError("best-response plays in the evaluator (it needs the defender)")
@@ -191,7 +191,7 @@ def load_attacker(spec: SubmissionSpec) -> LoadedSubmission:
         if spec.source == "random":
             return RandomAttacker(env.game)
         if spec.checkpoint is not None:
-            path = _checkpoint_path(spec.checkpoint, env_id, instance_seed)
+            path = checkpoint_path(spec.checkpoint, env_id, instance_seed)
             if not path.is_file():
                 raise FileNotFoundError(f"checkpoint not found: {path}")
             return DQNAttacker.load(path, env)
@@ -275,7 +275,7 @@ def write_panel_manifest() -> Path:
         env, _, inst = stem.rpartition("_i")
         entries[path.name] = {"env_id": env.replace("_", "/", 1), "instance_seed": int(inst),
                               "gradient_steps": PANEL_GRADIENT_STEPS, "seed": 0,
-                              "sha256": _sha256_file(path)}
+                              "sha256": sha256_file(path)}
     out = PANEL_DIR / "manifest.json"
     out.write_text(json.dumps({
         "what": "alpha-DDPG checkpoints of the attacker track's panel (weights train returned)",
@@ -306,7 +306,7 @@ def panel_defender(name: str, screening: Any, env_id: str, instance_seed: int,
         from baselines.alpha_ddpg import load
 
         path = panel_checkpoint(env_id, instance_seed, cache)
-        return load(path, screening), f"sha256:{_sha256_file(path)}"
+        return load(path, screening), f"sha256:{sha256_file(path)}"
     raise ValueError(f"unknown panel defender {name!r}; the panel is {', '.join(PANEL)}")
 
 

@@ -40,6 +40,9 @@ import gymnasium as gym
 import numpy as np
 
 __all__ = [
+    "checkpoint_path",
+    "load_file",
+    "sha256_file",
     "literal_name",
     "row_name",
     "SubmissionError",
@@ -141,15 +144,17 @@ class LoadedSubmission:
         }
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """sha256 (hex) of a file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _load_file(spec: SubmissionSpec, factory_name: str = "make_agent") -> LoadedSubmission:
+def load_file(spec: SubmissionSpec, factory_name: str = "make_agent") -> LoadedSubmission:
+    """Import a file submission (in the submission's own process) and find ``factory_name``."""
     path = Path(spec.source)
     if not path.is_file():
         raise SubmissionError(f"import failed: no such file {spec.source!r}")
-    digest = _sha256_file(path)
+    digest = sha256_file(path)
     module_name = f"tsg_submission_{digest[:12]}"
     try:
         module_spec = importlib.util.spec_from_file_location(module_name, path)
@@ -181,7 +186,8 @@ def _load_file(spec: SubmissionSpec, factory_name: str = "make_agent") -> Loaded
     )
 
 
-def _checkpoint_path(template: str, env_id: str, instance_seed: int, seed: int = 0) -> Path:
+def checkpoint_path(template: str, env_id: str, instance_seed: int, seed: int = 0) -> Path:
+    """A checkpoint template with ``{env}``, ``{instance}`` and ``{seed}`` filled in."""
     return Path(template.format(env=env_id.replace("/", "_"), instance=instance_seed, seed=seed))
 
 
@@ -239,7 +245,7 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
             if not path.exists():
                 raise SubmissionError(f"checkpoint not found: {spec.checkpoint}")
             if path.is_file():
-                h.update(_sha256_file(path).encode())
+                h.update(sha256_file(path).encode())
 
     def make_agent(
         env: gym.Env,
@@ -250,7 +256,7 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
         train_gradient_steps: int,
     ) -> Any:
         if spec.checkpoint is not None:
-            path = _checkpoint_path(spec.checkpoint, env_id, instance_seed, spec.train_seed)
+            path = checkpoint_path(spec.checkpoint, env_id, instance_seed, spec.train_seed)
             if not path.exists():
                 raise FileNotFoundError(f"checkpoint not found: {path}")
             return method.load(path, env)
@@ -305,7 +311,7 @@ def describe_submission(spec: SubmissionSpec) -> LoadedSubmission:
         raise RuntimeError("a file submission's make_agent runs in its own process only")
 
     return LoadedSubmission(spec=spec, name=row_name(spec), kind="file", description="",
-                            fingerprint=_sha256_file(path), learned=None, make_agent=not_here)
+                            fingerprint=sha256_file(path), learned=None, make_agent=not_here)
 
 
 def load_submission(spec: SubmissionSpec) -> LoadedSubmission:
@@ -314,7 +320,7 @@ def load_submission(spec: SubmissionSpec) -> LoadedSubmission:
     Raises:
         SubmissionError: with the reason, when it cannot be imported or named.
     """
-    return _load_file(spec) if spec.is_file else _load_baseline(spec)
+    return load_file(spec) if spec.is_file else _load_baseline(spec)
 
 
 class GuardedAgent:
