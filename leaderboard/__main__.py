@@ -212,7 +212,11 @@ def _cmd_paper(args: argparse.Namespace) -> int:
         cfg = cfg.replace(instances=tuple(range(args.instances)))
     if args.days is not None:
         cfg = cfg.replace(days=args.days)
-    outputs = run_paper(cfg, Path(args.out), progress=not args.no_progress)
+    if args.train_adaptive:
+        steps = args.gradient_steps or (200 if args.quick else 10_000)
+        cfg = cfg.replace(adaptive_gradient_steps=steps)
+    outputs = run_paper(cfg, Path(args.out), progress=not args.no_progress,
+                        workers=args.workers, backend=args.backend, address=args.address)
     for path in outputs:
         print(path)
     return 0
@@ -360,6 +364,15 @@ def main(argv: list[str] | None = None) -> int:
         help="alpha-DDPG checkpoint template ({env}, {instance}) for the adaptive "
         "curve; without it the non-learning online baselines stand in",
     )
+    pp.add_argument("--train-adaptive", action="store_true",
+                    help="train alpha-DDPG on every (point, instance) unit (the paper's agent)")
+    pp.add_argument("--gradient-steps", type=int, default=None,
+                    help="its budget in gradient steps (default 10,000, the paper's; 200 "
+                    "with --quick)")
+    pp.add_argument("--workers", type=int, default=1, help="parallel unit processes")
+    pp.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="local processes or one Ray task per unit")
+    pp.add_argument("--address", default=None, help="Ray cluster address (--backend ray)")
     pp.add_argument("--instances", type=int, default=None, help="override: instances 0..N-1")
     pp.add_argument("--days", type=int, default=None, help="override: days per instance")
     pp.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -321,7 +321,9 @@ def _evaluate_unit(
 def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int = 1,
               backend: str = "local", address: str | None = None,
               on_done: Callable[[], None] | None = None,
-              local: Callable[[Any], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+              local: Callable[[Any], dict[str, Any]] | None = None,
+              on_result: Callable[[int, dict[str, Any]], None] | None = None,
+              ) -> list[dict[str, Any]]:
     """``[fn(a) for a in args]``, in this process, ``workers`` local processes or Ray tasks.
 
     Results come back in the order of ``args`` whatever the backend, so a result never
@@ -336,8 +338,12 @@ def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int
         address: Ray cluster address.
         on_done: Called after each unit completed by a worker or a Ray task.
         local: Replaces ``fn`` when running in this process (e.g. to tick a progress bar).
+        on_result: Called with (index, result) as soon as each unit completes, in completion
+            order (e.g. to save it, so that an interrupted run keeps its finished units).
     """
     on_done = on_done or (lambda: None)
+    on_result = on_result or (lambda i, r: None)
+    outs: list[dict[str, Any] | None] = [None] * len(args)
     if backend == "ray":
         try:
             import ray
@@ -349,24 +355,33 @@ def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int
             else:
                 ray.init(address=address, log_to_driver=False)
         task = ray.remote(num_cpus=1, max_retries=0)(fn)
-        refs = [task.remote(a) for a in args]
-        outs = []
-        for ref in refs:
-            outs.append(ray.get(ref))
+        refs = {task.remote(a): i for i, a in enumerate(args)}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            i = refs[done[0]]
+            outs[i] = ray.get(done[0])
+            on_result(i, outs[i])
             on_done()
-        return outs
+        return outs  # type: ignore[return-value]
     if backend != "local":
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     if workers <= 1:
-        return [(local or fn)(a) for a in args]
+        for i, a in enumerate(args):
+            outs[i] = (local or fn)(a)
+            on_result(i, outs[i])
+        return outs  # type: ignore[return-value]
+    from concurrent.futures import as_completed
+
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(fn, a) for a in args]
-        outs = []
-        for fut in futures:  # in order: the result does not depend on timing
-            outs.append(fut.result())
+        futures = {pool.submit(fn, a): i for i, a in enumerate(args)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            outs[i] = fut.result()
+            on_result(i, outs[i])
             on_done()
-    return outs
+    return outs  # type: ignore[return-value]
 
 
 def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int, Limits]) -> dict[str, Any]:

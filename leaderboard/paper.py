@@ -20,19 +20,27 @@ runtime of the full protocol, measured and extrapolated).
 4. **Delay vs variance**: the delay ratio against the arrival spread 2σ (hours), 10-flight
    window.
 
-**Agents.** The paper's adaptive agent is α-DDPG, trained per instance. Training 30 instances
-per point is out of reach of a 2-core box, so unless ``adaptive_checkpoint`` names trained
-policies (a path template with ``{env}``, a slug of the setting, and ``{instance}``), the
-non-learning *online* baselines stand in for it and are labelled so: ``slack-guided`` and
-``myopic``. Every figure also shows the **static slack LP** (``slack-lp``): it spends the risk
-budget the LP leaves unused in its non-worst windows without adapting to queues, so the gap
-LP → slack LP is the gain from the unused budget, and slack LP → online the gain from adapting.
-In the single-window setting the LP has one window and no unused budget across windows: there
-the slack LP's gain comes from the polytope slack (``risk_slack``) and from balancing load
-across resources.
+**Agents.** The paper's adaptive agent is α-DDPG, trained per instance: with
+``adaptive_gradient_steps`` (``--train-adaptive``) it is trained on every (point, instance) unit
+at that budget (the paper's 10,000 mini-batches), or ``adaptive_checkpoint`` names trained
+policies (a path template with ``{env}``, a slug of the setting, and ``{instance}``); without
+either, the non-learning *online* baselines stand in for it and are labelled so: ``slack-
+guided`` and ``myopic`` (they are always shown beside it). Every figure also shows the **static
+slack LP** (``slack-lp``): it spends the risk budget the LP leaves unused in its non-worst
+windows without adapting to queues, so the gap LP → slack LP is the gain from the unused budget,
+and slack LP → online the gain from adapting. In the single-window setting the LP has one window
+and no unused budget across windows: there the slack LP's gain comes from the polytope slack
+(``risk_slack``) and from balancing load across resources.
 
 **Protocol.** Full: 30 instances x 100 arrival samples per point (the paper's), days
 ``EVAL_SEED_BASE + d``. ``--quick``: 2 instances x 2 days on fewer points, for CI.
+
+**Units.** Each (experiment, point, instance) is one unit (:func:`paper_unit`): its set-up, its
+α-DDPG training when asked, and every agent's days. A finished unit is cached under
+``OUT/units/`` with a key of everything it depends on and reused while the key matches, so runs
+resume, can be completed in chunks, and spread over local processes or Ray tasks
+(``--workers``, ``--backend ray [--address ADDR]``); the figures are drawn from whatever units
+the configuration names.
 """
 
 from __future__ import annotations
@@ -43,7 +51,6 @@ import importlib
 import math
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +65,8 @@ from tsg_envs.harness import Unit, delay_ratio
 from tsg_envs.harness import evaluate as harness_evaluate
 from tsg_envs.rollout import Agent, LPAgent
 
-__all__ = ["PAPER", "PaperConfig", "run_paper", "build_agent", "AGENT_LABELS"]
+__all__ = ["PAPER", "PaperConfig", "run_paper", "build_agent", "AGENT_LABELS", "paper_unit",
+           "unit_key", "unit_path", "UNIT_VERSION"]
 
 #: The paper's stated numbers.
 PAPER: dict[str, Any] = {
@@ -95,7 +103,11 @@ class PaperConfig:
         sigma_flights: Experiment 4's flights.
         agents: Compared agents besides the LP (names of ``baselines`` methods).
         adaptive_checkpoint: α-DDPG checkpoint template (``{env}``, ``{instance}``); None:
-            the online baselines stand in.
+            the online baselines stand in (unless ``adaptive_gradient_steps`` is set).
+        adaptive_gradient_steps: Train α-DDPG per (point, instance) for this many gradient
+            steps (mini-batches; the paper's budget is 10,000), seed 0, under ``train_dir``
+            (resumable); None: no training.
+        train_dir: Where the per-unit α-DDPG runs live (their curves feed experiment 3).
         curve_dirs: Where experiment 3 looks for training logs.
         quick: Label of the protocol (``--quick``) in the outputs.
     """
@@ -109,6 +121,8 @@ class PaperConfig:
     sigma_flights: int = 10
     agents: tuple[str, ...] = ("slack-lp", "myopic", "slack-guided")
     adaptive_checkpoint: str | None = None
+    adaptive_gradient_steps: int | None = None
+    train_dir: str = "runs/paper"
     curve_dirs: tuple[str, ...] = ("results/curves", "results/bench")
     quick: bool = False
 
@@ -177,70 +191,163 @@ class _Collector:
     setup_s: dict[str, float] = field(default_factory=dict)
     episode_s: dict[str, float] = field(default_factory=dict)
     passengers: dict[str, float] = field(default_factory=dict)
+    train_s: dict[str, float] = field(default_factory=dict)
 
 
 def _agent_names(cfg: PaperConfig) -> list[str]:
     names = list(cfg.agents)
-    if cfg.adaptive_checkpoint is not None and "alpha-ddpg" not in names:
+    adaptive = cfg.adaptive_checkpoint is not None or cfg.adaptive_gradient_steps is not None
+    if adaptive and "alpha-ddpg" not in names:
         names.append("alpha-ddpg")
     return names
 
 
-def _run_setting(
-    cfg: PaperConfig, setting: _Setting, col: _Collector, tick: Callable[[int], None]
-) -> None:
-    """Roll out the LP and every agent on every instance and day of one setting."""
+def _label(cfg: PaperConfig, agent: str) -> str:
+    if agent == "alpha-ddpg" and cfg.adaptive_gradient_steps is not None:
+        return f"α-DDPG (trained per instance, {cfg.adaptive_gradient_steps:,} mini-batches)"
+    return AGENT_LABELS.get(agent, agent)
+
+
+#: Version of a paper unit's content; part of every unit's key.
+UNIT_VERSION = 1
+
+
+def _unit_kwargs(setting: _Setting, inst: int) -> dict[str, Any]:
+    """The setting's ``gym.make`` kwargs for one instance (ψ scaled for experiment 2)."""
+    kwargs = dict(setting.kwargs)
+    if setting.risk_scale is not None:
+        base = gym.make(_BASE_ID, instance_seed=inst, **kwargs)
+        psi = base.unwrapped.lp_solution.psi * setting.risk_scale
+        kwargs["risk_bound"] = [float(x) for x in psi]
+    return kwargs
+
+
+def unit_key(cfg: PaperConfig, setting: _Setting, inst: int) -> str:
+    """sha256 (16 hex) of what one (point, instance) unit computes: reuse it only if equal."""
+    import hashlib
+    import json
+
+    blob = json.dumps({
+        "version": UNIT_VERSION, "base": _BASE_ID, "slug": setting.slug, "x": setting.x,
+        "kwargs": setting.kwargs, "risk_scale": setting.risk_scale, "instance": int(inst),
+        "days": cfg.days, "agents": _agent_names(cfg),
+        "adaptive_checkpoint": cfg.adaptive_checkpoint,
+        "adaptive_gradient_steps": cfg.adaptive_gradient_steps,
+    }, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _train_adaptive(cfg: PaperConfig, setting: _Setting, inst: int,
+                    kwargs: dict[str, Any]) -> tuple[Agent, float]:
+    """α-DDPG trained on the unit (resumable under ``train_dir``); (agent, training seconds)."""
+    from baselines.api import RunConfig, get_method
+
+    run = RunConfig(algo="alpha-ddpg", env_id=_BASE_ID,
+                    gradient_steps=int(cfg.adaptive_gradient_steps or 0), seed=0,
+                    out=Path(cfg.train_dir) / setting.slug / f"i{inst}", instance_seed=inst,
+                    env_kwargs={k: (np.asarray(v) if k == "risk_bound" else v)
+                                for k, v in kwargs.items()},
+                    progress=False)
+    t = time.perf_counter()
+    agent = get_method("alpha-ddpg").train(run)
+    return agent, time.perf_counter() - t
+
+
+def paper_unit(args: tuple[PaperConfig, _Setting, int]) -> dict[str, Any]:
+    """One (point, instance) unit: the LP and every agent on every day; its rows and timings.
+
+    A module-level function of one picklable argument (local workers and Ray tasks run it).
+    """
+    cfg, setting, inst = args
     names = ["lp", *_agent_names(cfg)]
-    setup = rolling = 0.0
-    n_episodes = 0
-    pax: list[int] = []
-    for inst in cfg.instances:
-        t0 = time.perf_counter()
-        kwargs = dict(setting.kwargs)
-        if setting.risk_scale is not None:
-            base = gym.make(_BASE_ID, instance_seed=inst, **kwargs)
-            kwargs["risk_bound"] = base.unwrapped.lp_solution.psi * setting.risk_scale
-        env = gym.make(_BASE_ID, instance_seed=inst, **kwargs)
-        pax.append(int(env.unwrapped.game.n_passengers))
-        agents: dict[str, Agent] = {}
-        for name in names:
+    t0 = time.perf_counter()
+    kwargs = _unit_kwargs(setting, inst)
+    env_kwargs = {k: (np.asarray(v) if k == "risk_bound" else v) for k, v in kwargs.items()}
+    env = gym.make(_BASE_ID, instance_seed=inst, **env_kwargs)
+    agents: dict[str, Agent] = {}
+    missing: dict[str, str] = {}
+    train_s = None
+    for name in names:
+        try:
+            if name == "alpha-ddpg" and cfg.adaptive_gradient_steps is not None:
+                agents[name], train_s = _train_adaptive(cfg, setting, inst, kwargs)
+                continue
             ckpt = None
             if name == "alpha-ddpg" and cfg.adaptive_checkpoint:
                 ckpt = cfg.adaptive_checkpoint.format(env=setting.slug, instance=inst)
-            try:
-                agents[name] = build_agent(name, env, ckpt)
-            except RuntimeError as err:
-                col.missing.setdefault(name, str(err))
-        setup += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        seeds = [EVAL_SEED_BASE + d for d in range(cfg.days)]
-        unit = Unit.of(_BASE_ID, inst, **kwargs)
-        factories = {name: (lambda e, a=a: a) for name, a in agents.items()}
-        waits = {(r.agent, r.day_seed): r.mean_wait
-                 for r in harness_evaluate(factories, [unit], seeds)}
-        for seed in seeds:
-            n_episodes += 1
-            lp_wait = waits[("lp", seed)]
-            for name in agents:
-                w = waits[(name, seed)]
-                ratio = delay_ratio(lp_wait, w)[0]
-                col.rows.append(
-                    {
-                        "x": setting.x,
-                        "setting": setting.slug,
-                        "agent": name,
-                        "instance_seed": inst,
-                        "arrival_seed": seed,
-                        "mean_wait": w,
-                        "lp_mean_wait": lp_wait,
-                        "ratio_vs_lp": math.nan if ratio is None else ratio,
-                    }
-                )
-            tick(1)
-        rolling += time.perf_counter() - t0
-    col.passengers[setting.slug] = float(np.mean(pax))
-    col.setup_s[setting.slug] = setup / len(cfg.instances)
-    col.episode_s[setting.slug] = rolling / max(n_episodes, 1)
+            agents[name] = build_agent(name, env, ckpt)
+        except RuntimeError as err:
+            missing.setdefault(name, str(err))
+    setup = time.perf_counter() - t0 - (train_s or 0.0)
+    t0 = time.perf_counter()
+    seeds = [EVAL_SEED_BASE + d for d in range(cfg.days)]
+    unit = Unit.of(_BASE_ID, inst, **env_kwargs)
+    factories = {name: (lambda e, a=a: a) for name, a in agents.items()}
+    waits = {(r.agent, r.day_seed): r.mean_wait
+             for r in harness_evaluate(factories, [unit], seeds)}
+    rows = []
+    for seed in seeds:
+        lp_wait = waits[("lp", seed)]
+        for name in agents:
+            w = waits[(name, seed)]
+            ratio = delay_ratio(lp_wait, w)[0]
+            rows.append({"x": setting.x, "setting": setting.slug, "agent": name,
+                         "instance_seed": inst, "arrival_seed": seed, "mean_wait": w,
+                         "lp_mean_wait": lp_wait,
+                         "ratio_vs_lp": None if ratio is None else ratio})
+    return {"key": unit_key(cfg, setting, inst), "slug": setting.slug, "instance_seed": inst,
+            "rows": rows, "missing": missing, "setup_s": setup,
+            "rolling_s": time.perf_counter() - t0, "n_days": len(seeds),
+            "passengers": int(env.unwrapped.game.n_passengers), "train_s": train_s}
+
+
+def unit_path(out: Path, fig: str, setting: _Setting, inst: int) -> Path:
+    """Where a unit's result is cached: ``OUT/units/FIG/SLUG/iINSTANCE.json``."""
+    return Path(out) / "units" / fig / setting.slug / f"i{inst}.json"
+
+
+def _load_unit(path: Path, key: str) -> dict[str, Any] | None:
+    import json
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("key") == key else None
+
+
+def _save_unit(path: Path, doc: dict[str, Any]) -> None:
+    import json
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, allow_nan=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _collect(units: list[dict[str, Any]]) -> _Collector:
+    """A collector of one experiment from its units' results."""
+    col = _Collector()
+    by_slug: dict[str, list[dict[str, Any]]] = {}
+    for u in units:
+        col.rows += [{**r, "ratio_vs_lp": math.nan if r["ratio_vs_lp"] is None
+                      else r["ratio_vs_lp"]} for r in u["rows"]]
+        for k, v in u["missing"].items():
+            col.missing.setdefault(k, v)
+        by_slug.setdefault(u["slug"], []).append(u)
+    for slug, us in by_slug.items():
+        col.passengers[slug] = float(np.mean([u["passengers"] for u in us]))
+        col.setup_s[slug] = float(np.mean([u["setup_s"] for u in us]))
+        col.episode_s[slug] = sum(u["rolling_s"] for u in us) / max(
+            1, sum(u["n_days"] for u in us))
+        trained = [u["train_s"] for u in us if u.get("train_s") is not None]
+        if trained:
+            col.train_s[slug] = float(np.mean(trained))
+    return col
 
 
 def _summarise(cfg: PaperConfig, col: _Collector, value: str) -> list[dict[str, Any]]:
@@ -261,7 +368,7 @@ def _summarise(cfg: PaperConfig, col: _Collector, value: str) -> list[dict[str, 
             {
                 "x": x,
                 "agent": agent,
-                "label": AGENT_LABELS.get(agent, agent),
+                "label": _label(cfg, agent),
                 "metric": value,
                 **iv,
                 "best_instance": float(m.mean(axis=0).max()),
@@ -288,6 +395,7 @@ def _plot_lines(
     summary: list[dict[str, Any]],
     agents: list[str],
     key: str = "mean",
+    cfg: PaperConfig | None = None,
 ) -> None:
     markers = {"lp": "s", "slack-lp": "D", "myopic": "v", "slack-guided": "o", "alpha-ddpg": "*"}
     colors = {
@@ -312,7 +420,7 @@ def _plot_lines(
             marker=markers.get(agent, "o"),
             color=colors.get(agent),
             capsize=3,
-            label=AGENT_LABELS.get(agent, agent),
+            label=_label(cfg, agent) if cfg is not None else AGENT_LABELS.get(agent, agent),
         )
 
 
@@ -360,7 +468,7 @@ def _ratio_figure(
     logx: bool = False,
 ) -> None:
     fig, ax = _figure(title)
-    _plot_lines(ax, summary, _agent_names(cfg))
+    _plot_lines(ax, summary, _agent_names(cfg), cfg=cfg)
     _paper_reference_lines(ax)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("delay ratio: LP mean wait / agent mean wait")
@@ -376,10 +484,19 @@ def _ratio_figure(
     _save(fig, path)
 
 
-def _experiment_flights(cfg: PaperConfig, out: Path, tick: Callable[[int], None]) -> dict:
-    col = _Collector()
-    for n in cfg.flights:
-        _run_setting(cfg, _Setting(n, f"window-{n}F", {"n_flights": n}), col, tick)
+def _settings(cfg: PaperConfig) -> dict[str, list[_Setting]]:
+    """Every point of experiments 1, 2 and 4 (experiment 3 reads training logs)."""
+    n, m = cfg.risk_flights, cfg.sigma_flights
+    return {
+        "fig1": [_Setting(k, f"window-{k}F", {"n_flights": k}) for k in cfg.flights],
+        "fig2": [_Setting(s, f"window-{n}F-psi{s:g}", {"n_flights": n}, risk_scale=s)
+                 for s in cfg.risk_scales],
+        "fig4": [_Setting(2 * sig / 60.0, f"window-{m}F-sigma{sig:g}",
+                          {"n_flights": m, "arrival_std": sig}) for sig in cfg.sigmas],
+    }
+
+
+def _experiment_flights(cfg: PaperConfig, out: Path, col: _Collector) -> dict:
     summary = _summarise(cfg, col, "ratio_vs_lp")
     _write_csv(out / "fig1_ratio_vs_flights_episodes.csv", col.rows)
     _write_csv(out / "fig1_ratio_vs_flights.csv", summary)
@@ -395,12 +512,8 @@ def _experiment_flights(cfg: PaperConfig, out: Path, tick: Callable[[int], None]
     return {"collector": col, "summary": summary}
 
 
-def _experiment_risk(cfg: PaperConfig, out: Path, tick: Callable[[int], None]) -> dict:
-    col = _Collector()
+def _experiment_risk(cfg: PaperConfig, out: Path, col: _Collector) -> dict:
     n = cfg.risk_flights
-    for s in cfg.risk_scales:
-        setting = _Setting(s, f"window-{n}F-psi{s:g}", {"n_flights": n}, risk_scale=s)
-        _run_setting(cfg, setting, col, tick)
     base = min(cfg.risk_scales)
     ref = {
         (r["agent"], r["instance_seed"], r["arrival_seed"]): r["mean_wait"]
@@ -422,11 +535,11 @@ def _experiment_risk(cfg: PaperConfig, out: Path, tick: Callable[[int], None]) -
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.6))
     fig.suptitle(f"Delay vs risk: mean wait against ψ / ψ^LP ({n} flights, one window)")
     names = ["lp", *_agent_names(cfg)]
-    _plot_lines(a1, wait, names)
+    _plot_lines(a1, wait, names, cfg=cfg)
     a1.set_xlabel("risk allowance ψ / ψ^LP")
     a1.set_ylabel("mean wait, minutes")
     a1.legend(fontsize=7)
-    _plot_lines(a2, frac, names)
+    _plot_lines(a2, frac, names, cfg=cfg)
     a2.set_xlabel("risk allowance ψ / ψ^LP")
     a2.set_ylabel(f"mean wait / own mean wait at ψ = {base:g} ψ^LP")
     a2.axhline(1.0, color="grey", lw=0.8)
@@ -435,15 +548,8 @@ def _experiment_risk(cfg: PaperConfig, out: Path, tick: Callable[[int], None]) -
     return {"collector": col, "summary": wait + frac}
 
 
-def _experiment_sigma(cfg: PaperConfig, out: Path, tick: Callable[[int], None]) -> dict:
-    col = _Collector()
+def _experiment_sigma(cfg: PaperConfig, out: Path, col: _Collector) -> dict:
     n = cfg.sigma_flights
-    for sigma in cfg.sigmas:
-        two_sigma_h = 2 * sigma / 60.0
-        setting = _Setting(
-            two_sigma_h, f"window-{n}F-sigma{sigma:g}", {"n_flights": n, "arrival_std": sigma}
-        )
-        _run_setting(cfg, setting, col, tick)
     summary = _summarise(cfg, col, "ratio_vs_lp")
     _write_csv(out / "fig4_ratio_vs_sigma_episodes.csv", col.rows)
     _write_csv(out / "fig4_ratio_vs_sigma.csv", summary)
@@ -459,6 +565,8 @@ def _experiment_sigma(cfg: PaperConfig, out: Path, tick: Callable[[int], None]) 
 
 
 _FLIGHTS_RE = re.compile(r"-(\d+)F(?:-|$)")
+#: A paper unit's training run: ``.../window-{n}F[-...]/i{instance}/curve.csv``.
+_SLUG_RE = re.compile(r"/window-(\d+)F[^/]*/i\d+/")
 
 
 def _flights_of(env_id: str) -> int | None:
@@ -550,21 +658,18 @@ def _experiment_training(cfg: PaperConfig, out: Path) -> dict:
         steps = np.array([float(r["gradient_steps"]) for r in rs])
         wall = np.array([float(r["wall_s"]) for r in rs])
         order = np.argsort(steps)
-        evals = [
-            (s, float(r["eval_mean_wait"]))
+        slug = _SLUG_RE.search(fname)
+        flights = int(slug.group(1)) if slug else _flights_of(env_id)
+        # the paper's figure 3: the actor loss against mini-batches
+        losses = [
+            (s, float(r["actor_loss"]))
             for s, r in zip(steps, rs, strict=True)
-            if r.get("eval_mean_wait") not in (None, "")
+            if r.get("actor_loss") not in (None, "")
         ]
-        if evals:
-            evals.sort()
-            a1.plot(
-                [e[0] for e in evals],
-                [e[1] for e in evals],
-                lw=1,
-                marker=".",
-                label=f"{Path(fname).stem} ({env_id})",
-            )
-        flights = _flights_of(env_id)
+        if losses:
+            losses.sort()
+            a1.plot([e[0] for e in losses], [e[1] for e in losses], lw=1, marker=".",
+                    label=f"{flights} flights ({Path(fname).parent.name})")
         if flights is None or steps.max() < target:
             continue
         t10k = float(np.interp(target, steps[order], wall[order]))
@@ -592,7 +697,7 @@ def _experiment_training(cfg: PaperConfig, out: Path) -> dict:
         )
     if runs:
         a1.set_xlabel("gradient steps (mini-batches)")
-        a1.set_ylabel("evaluation mean wait, minutes")
+        a1.set_ylabel("actor loss (mean over the mini-batches since the last point)")
         a1.axvline(target, color="black", ls=":", lw=1, label="paper: converged by 10,000")
         a1.legend(fontsize=6)
     else:
@@ -728,7 +833,7 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
             mean = float(np.mean([r["mean"] for r in sel]))
             best = max(r["best_instance"] for r in sel)
             lines.append(
-                f"| {key} | {AGENT_LABELS.get(agent, agent)} | {mean:.2f} | {best:.2f} | "
+                f"| {key} | {_label(cfg, agent)} | {mean:.2f} | {best:.2f} | "
                 f"{_trend(summary, agent)} | 1.25 average, 2.0 best; "
                 f"{PAPER[trend_name]} |"
             )
@@ -737,7 +842,7 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
         pts = sorted((r["x"], r["mean"]) for r in frac if r["agent"] == agent)
         if pts:
             lines.append(
-                f"| fig2 | {AGENT_LABELS.get(agent, agent)} | wait at ψ = {pts[-1][0]:g} ψ^LP: "
+                f"| fig2 | {_label(cfg, agent)} | wait at ψ = {pts[-1][0]:g} ψ^LP: "
                 f"{pts[-1][1]:.2f} of its wait at {pts[0][0]:g} ψ^LP | | "
                 f"{_trend(frac, agent)} | delay falls as the allowance grows |"
             )
@@ -751,6 +856,21 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
             missing.update(col.missing)
     if missing:
         lines += ["Agents missing: " + "; ".join(f"{k}: {v}" for k, v in missing.items()), ""]
+    trained = [(k, slug, secs) for k, res in results.items()
+               for slug, secs in (res.get("collector").train_s.items()
+                                  if res.get("collector") is not None else [])]
+    if trained:
+        total = sum(secs for _, _, secs in trained) * len(cfg.instances)
+        lines += [
+            f"α-DDPG training per instance ({cfg.adaptive_gradient_steps:,} mini-batches, "
+            f"seed 0; mean seconds per instance; {total / 3600:.2f} CPU-hours in all for this "
+            "run's units, counting every unit once even when it was cached):",
+            "",
+            "| experiment | point | training s / instance |",
+            "|---|---|---|",
+            *[f"| {k} | {slug} | {secs:.0f} |" for k, slug, secs in trained],
+            "",
+        ]
     lines += [
         "## Runtime of the full protocol (30 instances x 100 days)",
         "",
@@ -770,30 +890,58 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
     return path
 
 
-def run_paper(cfg: PaperConfig, out: Path, progress: bool = True) -> list[Path]:
+def run_paper(cfg: PaperConfig, out: Path, progress: bool = True, workers: int = 1,
+              backend: str = "local", address: str | None = None) -> list[Path]:
     """Run the four experiments and write their PNG, CSV and ``summary.md`` under ``out``.
+
+    Each (experiment, point, instance) unit is cached under ``out/units/`` as soon as it
+    finishes and reused while its key (:func:`unit_key`) matches, so an interrupted run resumes
+    where it stopped and a run can be completed in chunks, or spread over ``workers`` local
+    processes or Ray tasks (``backend="ray"``, a local Ray or the cluster at ``address``).
 
     Returns:
         The written paths.
     """
     from tqdm.auto import tqdm
 
+    from leaderboard.evaluate import map_units
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    n_points = len(cfg.flights) + len(cfg.risk_scales) + len(cfg.sigmas)
-    bar = tqdm(
-        total=n_points * len(cfg.instances) * cfg.days,
-        desc="paper experiments",
-        unit="day",
-        disable=not progress,
-    )
+    settings = _settings(cfg)
+    units = [(fig, st, inst) for fig, sts in settings.items() for st in sts
+             for inst in cfg.instances]
+    done: dict[int, dict[str, Any]] = {}
+    todo: list[int] = []
+    for i, (fig, st, inst) in enumerate(units):
+        cached = _load_unit(unit_path(out, fig, st, inst), unit_key(cfg, st, inst))
+        if cached is not None:
+            done[i] = cached
+        else:
+            todo.append(i)
+    bar = tqdm(total=len(units), initial=len(done), desc="paper units", unit="unit",
+               disable=not progress)
+
+    def keep(j: int, result: dict[str, Any]) -> None:
+        i = todo[j]
+        fig, st, inst = units[i]
+        _save_unit(unit_path(out, fig, st, inst), result)
+        done[i] = result
+        bar.update(1)
+
     t0 = time.perf_counter()
-    results = {
-        "fig1": _experiment_flights(cfg, out, bar.update),
-        "fig2": _experiment_risk(cfg, out, bar.update),
-        "fig3": _experiment_training(cfg, out),
-        "fig4": _experiment_sigma(cfg, out, bar.update),
-    }
+    map_units(paper_unit, [(cfg, units[i][1], units[i][2]) for i in todo], workers=workers,
+              backend=backend, address=address, on_result=keep)
     bar.close()
+    cols = {fig: _collect([done[i] for i, u in enumerate(units) if u[0] == fig])
+            for fig in settings}
+    if cfg.adaptive_gradient_steps is not None:
+        cfg = cfg.replace(curve_dirs=(*cfg.curve_dirs, cfg.train_dir))
+    results = {
+        "fig1": _experiment_flights(cfg, out, cols["fig1"]),
+        "fig2": _experiment_risk(cfg, out, cols["fig2"]),
+        "fig3": _experiment_training(cfg, out),
+        "fig4": _experiment_sigma(cfg, out, cols["fig4"]),
+    }
     summary = _write_summary(cfg, out, results, time.perf_counter() - t0)
     return sorted(out.glob("fig*.png")) + sorted(out.glob("fig*.csv")) + [summary]

@@ -118,3 +118,95 @@ def test_paper_quick_cli(tmp_path: Path) -> None:
     assert main(["paper", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
     for name in FIGURES:
         assert (tmp_path / name).read_bytes()[:8] == PNG_MAGIC
+
+
+TINY_PAPER = PaperConfig(instances=(0,), days=1, flights=(5,), risk_scales=(1.01,),
+                         sigmas=(45.0,), agents=("slack-lp",), quick=True,
+                         curve_dirs=("no-such-dir",))
+
+
+def _units(out: Path) -> dict[str, dict]:
+    import json
+
+    return {str(p.relative_to(out)): json.loads(p.read_text())
+            for p in sorted((out / "units").rglob("*.json"))}
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("paper-local")
+    run_paper(TINY_PAPER, out, progress=False)
+    return out
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_paper_units_are_cached_and_reused(local_run: Path, tmp_path: Path, monkeypatch) -> None:
+    import leaderboard.paper as paper
+
+    first = _units(local_run)
+    assert sorted(first) == ["units/fig1/window-5F/i0.json",
+                             "units/fig2/window-10F-psi1.01/i0.json",
+                             "units/fig4/window-10F-sigma45/i0.json"]
+    for doc in first.values():
+        assert {r["agent"] for r in doc["rows"]} == {"lp", "slack-lp"}
+        assert doc["n_days"] == 1 and doc["key"]
+    rows = read(local_run / "fig1_ratio_vs_flights.csv")
+    assert {(r["n_instances"], r["n_days"]) for r in rows} == {("1", "1")}
+    out = _copy(local_run, tmp_path / "again")
+
+    def boom(args):
+        raise AssertionError("a cached unit was computed again")
+
+    monkeypatch.setattr(paper, "paper_unit", boom)
+    run_paper(TINY_PAPER, out, progress=False)  # every unit cached: nothing computed
+    assert _units(out) == first
+    # another protocol (2 days) is another key: the units are computed again
+    with pytest.raises(AssertionError, match="computed again"):
+        run_paper(TINY_PAPER.replace(days=2), out, progress=False)
+
+
+def test_an_interrupted_paper_run_keeps_its_finished_units(local_run: Path, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    import leaderboard.paper as paper
+
+    out = _copy(local_run, tmp_path / "resume")
+    first = _units(local_run)
+    for name in ("units/fig1/window-5F/i0.json", "units/fig4/window-10F-sigma45/i0.json"):
+        (out / name).unlink()
+    real = paper.paper_unit
+    calls = []
+
+    def second_fails(args):
+        calls.append(args[1].slug)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(args)
+
+    monkeypatch.setattr(paper, "paper_unit", second_fails)
+    with pytest.raises(KeyboardInterrupt):
+        run_paper(TINY_PAPER, out, progress=False)
+    assert calls == ["window-5F", "window-10F-sigma45"]
+    kept = _units(out)
+    assert "units/fig4/window-10F-sigma45/i0.json" not in kept
+    assert kept["units/fig1/window-5F/i0.json"]["rows"] == first[
+        "units/fig1/window-5F/i0.json"]["rows"]
+
+
+def test_paper_on_ray_gives_the_local_units(local_run: Path, tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+    try:
+        run_paper(TINY_PAPER, tmp_path / "ray", progress=False, backend="ray", workers=2)
+    finally:
+        ray.shutdown()
+    strip = ("setup_s", "rolling_s", "train_s")
+    local = {k: {f: v for f, v in d.items() if f not in strip}
+             for k, d in _units(local_run).items()}
+    remote = {k: {f: v for f, v in d.items() if f not in strip}
+              for k, d in _units(tmp_path / "ray").items()}
+    assert local == remote and len(local) == 3
