@@ -10,6 +10,9 @@ Subcommands:
   ``make_attacker(env)``, or ``random``, ``dqn``, ``best-response``) against the panel of
   defenders (:mod:`leaderboard.attacker`); its result is ``NAME--SUITE--attacker.json``.
 * ``panel --suite S`` trains (again) the panel's committed α-DDPG checkpoints of a suite.
+* ``frontier --agent NAME [--scales ...] [--weight W ...]`` builds the risk–delay Pareto
+  frontier of a policy re-solved or retrained per ψ and the ψ each weight selects
+  (:mod:`leaderboard.frontier`, the paper's Theorem 1).
 * ``render [--results DIR] [--markdown FILE] [--html FILE]`` writes ``LEADERBOARD.md`` and the
   static page from the committed results.
 * ``paper [--quick] [--out DIR]`` regenerates the paper's four experiments (PNG + CSV).
@@ -238,6 +241,21 @@ def _cmd_panel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_frontier(args: argparse.Namespace) -> int:
+    from leaderboard.frontier import main_frontier
+
+    if any(not s > 1.0 for s in args.scales):
+        print("error: every scale must be > 1 (each polytope needs an interior)",
+              file=sys.stderr)
+        return 2
+    if any(not w >= 0 for w in args.weight):
+        print("error: weights must be >= 0", file=sys.stderr)
+        return 2
+    main_frontier(args.agent, args.env, args.instance, list(args.scales), list(args.weight),
+                  Path(args.out), args.days, args.gradient_steps, progress=not args.no_progress)
+    return 0
+
+
 def _cmd_suites(args: argparse.Namespace) -> int:
     from leaderboard.suites import EVAL_SEED_BASE, SUITES
 
@@ -385,6 +403,24 @@ def main(argv: list[str] | None = None) -> int:
                     help="rerun the README's main job into results/main_job.txt first")
     rm.set_defaults(func=_cmd_readme)
 
+    fr = sub.add_parser("frontier", help="the risk-delay Pareto frontier of a policy re-solved "
+                        "or retrained per psi, and the psi a weight w selects (Theorem 1)")
+    fr.add_argument("--agent", required=True,
+                    help="lp, slack-lp, slack-guided, myopic, centre, or a learned method "
+                    "(alpha-ddpg, ...) trained per point")
+    fr.add_argument("--env", default="tsg/Screening-Window-10F-v1", help="registered id")
+    fr.add_argument("--instance", type=int, default=0, help="instance seed")
+    fr.add_argument("--scales", type=float, nargs="+",
+                    default=[1.01, 1.05, 1.1, 1.25, 1.5, 2.0], help="s in psi = s * psi^LP")
+    fr.add_argument("--weight", type=float, action="append", default=None,
+                    help="trade-off weight w of the mean wait (repeatable; default 0.01 0.1 1)")
+    fr.add_argument("--days", type=int, default=5, help="evaluation days per point")
+    fr.add_argument("--gradient-steps", type=int, default=10_000,
+                    help="training budget of a learned agent per point (mini-batches)")
+    fr.add_argument("--out", default="results/frontier", help="output directory")
+    fr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    fr.set_defaults(func=_cmd_frontier)
+
     pn = sub.add_parser("panel", help="train the attacker track's committed alpha-DDPG "
                         "checkpoints (10,000 gradient steps, seed 0) for the units of suites")
     pn.add_argument("--suite", action="append", required=True, help="suite (repeatable)")
@@ -396,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("schema", help="print the result JSON Schema").set_defaults(func=_cmd_schema)
 
     args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "frontier" and args.weight is None:
+        args.weight = [0.01, 0.1, 1.0]
     return int(args.func(args))
 
 
