@@ -213,6 +213,8 @@ def _cmd_paper(args: argparse.Namespace) -> int:
         cfg = cfg.replace(adaptive_checkpoint=args.adaptive_checkpoint)
     if args.instances is not None:
         cfg = cfg.replace(instances=tuple(range(args.instances)))
+    if args.other_instances is not None:
+        cfg = cfg.replace(other_instances=args.other_instances)
     if args.days is not None:
         cfg = cfg.replace(days=args.days)
     if args.train_adaptive:
@@ -391,7 +393,11 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--backend", choices=("local", "ray"), default="local",
                     help="local processes or one Ray task per unit")
     pp.add_argument("--address", default=None, help="Ray cluster address (--backend ray)")
-    pp.add_argument("--instances", type=int, default=None, help="override: instances 0..N-1")
+    pp.add_argument("--instances", type=int, default=None,
+                    help="override: instances 0..N-1 (experiment 1; experiments 2 and 4 keep "
+                    "at most their own count)")
+    pp.add_argument("--other-instances", type=int, default=None,
+                    help="override: experiments 2 and 4 use the first N instances (default 10)")
     pp.add_argument("--days", type=int, default=None, help="override: days per instance")
     pp.add_argument("--no-progress", action="store_true", help="no progress bar")
     pp.set_defaults(func=_cmd_paper)

@@ -94,7 +94,9 @@ class PaperConfig:
     """What the paper command runs.
 
     Attributes:
-        instances: Instance seeds per point (paper: 30).
+        instances: Instance seeds per point of experiment 1 (paper: 30).
+        other_instances: How many of ``instances`` (the first ones) experiments 2 and 4 use
+            per point (α-DDPG is retrained per point: 10 by default); None: all of them.
         days: Arrival samples per instance (paper: 100), seeds ``EVAL_SEED_BASE + d``.
         flights: Experiment 1's flight counts (window horizon).
         risk_scales: Experiment 2's ψ / ψ^LP values (> 1: the polytopes need an interior).
@@ -113,6 +115,7 @@ class PaperConfig:
     """
 
     instances: tuple[int, ...] = tuple(range(30))
+    other_instances: int | None = 10
     days: int = 100
     flights: tuple[int, ...] = (5, 10, 20, 50, 100)
     risk_scales: tuple[float, ...] = (1.01, 1.05, 1.1, 1.25, 1.5, 2.0)
@@ -131,6 +134,7 @@ class PaperConfig:
         """The CI protocol: 2 instances x 2 days, 2-3 points per experiment."""
         return cls(
             instances=(0, 1),
+            other_instances=None,
             days=2,
             flights=(5, 10),
             risk_scales=(1.01, 1.5, 2.0),
@@ -207,6 +211,9 @@ def _label(cfg: PaperConfig, agent: str) -> str:
         return f"α-DDPG (trained per instance, {cfg.adaptive_gradient_steps:,} mini-batches)"
     return AGENT_LABELS.get(agent, agent)
 
+
+#: How a ``--quick`` summary names the full protocol.
+QUICK_NOTE = " (--quick; the full protocol is 30 x 100, 10 x 100 for experiments 2 and 4)"
 
 #: Version of a paper unit's content; part of every unit's key.
 UNIT_VERSION = 1
@@ -354,11 +361,12 @@ def _summarise(cfg: PaperConfig, col: _Collector, value: str) -> list[dict[str, 
     """Per (x, agent): mean / IQM / 95% CI of ``value`` over (days, instances)."""
     out = []
     keys = sorted({(r["x"], r["agent"]) for r in col.rows})
+    instances = sorted({r["instance_seed"] for r in col.rows})
     for x, agent in keys:
         sel = [r for r in col.rows if r["x"] == x and r["agent"] == agent]
-        m = np.full((cfg.days, len(cfg.instances)), np.nan)
+        m = np.full((cfg.days, len(instances)), np.nan)
         for r in sel:
-            m[r["arrival_seed"] - EVAL_SEED_BASE, cfg.instances.index(r["instance_seed"])] = r[
+            m[r["arrival_seed"] - EVAL_SEED_BASE, instances.index(r["instance_seed"])] = r[
                 value
             ]
         if not np.all(np.isfinite(m)):
@@ -372,7 +380,7 @@ def _summarise(cfg: PaperConfig, col: _Collector, value: str) -> list[dict[str, 
                 "metric": value,
                 **iv,
                 "best_instance": float(m.mean(axis=0).max()),
-                "n_instances": len(cfg.instances),
+                "n_instances": len(instances),
                 "n_days": cfg.days,
             }
         )
@@ -432,8 +440,9 @@ def _paper_reference_lines(ax: Any) -> None:
 
 def _protocol_note(cfg: PaperConfig, col: _Collector) -> str:
     missing = "; ".join(f"{k}: {v}" for k, v in col.missing.items())
+    n_inst = len({r["instance_seed"] for r in col.rows}) or len(cfg.instances)
     note = (
-        f"{len(cfg.instances)} instances x {cfg.days} days"
+        f"{n_inst} instances x {cfg.days} days"
         f"{' (--quick)' if cfg.quick else ''}; mean with 95% stratified-bootstrap CI"
     )
     return note + (f"\nmissing: {missing}" if missing else "")
@@ -482,6 +491,13 @@ def _ratio_figure(
     ax.legend(fontsize=7, loc="best")
     ax.text(0.01, 0.01, _protocol_note(cfg, col), transform=ax.transAxes, fontsize=7, va="bottom")
     _save(fig, path)
+
+
+def _instances(cfg: PaperConfig, fig: str) -> tuple[int, ...]:
+    """The instances of one experiment's points."""
+    if fig == "fig1" or cfg.other_instances is None:
+        return cfg.instances
+    return cfg.instances[: cfg.other_instances]
 
 
 def _settings(cfg: PaperConfig) -> dict[str, list[_Setting]]:
@@ -785,10 +801,8 @@ def _full_protocol_estimate(cfg: PaperConfig, results: dict[str, dict]) -> list[
             pax = [_passengers(full.risk_flights, None)] * len(full.risk_scales)
         else:
             pax = [_passengers(full.sigma_flights, s) for s in full.sigmas]
-        secs = sum(
-            p * (setup_pp * len(full.instances) + day_pp * len(full.instances) * full.days)
-            for p in pax
-        )
+        n_inst = len(_instances(full, name))
+        secs = sum(p * (setup_pp * n_inst + day_pp * n_inst * full.days) for p in pax)
         total += secs
         lines.append(
             f"| {name} | {ref} ({col.passengers[ref]:.0f} passengers) | {col.setup_s[ref]:.2f} | "
@@ -815,8 +829,9 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
     lines = [
         "# The paper's experiments, rerun",
         "",
-        f"Protocol: {len(cfg.instances)} instances x {cfg.days} days per point"
-        f"{' (--quick; the full protocol is 30 x 100)' if cfg.quick else ''}; "
+        f"Protocol: {len(cfg.instances)} instances (experiment 1; "
+        f"{len(_instances(cfg, 'fig2'))} for experiments 2 and 4) x {cfg.days} days per point"
+        f"{QUICK_NOTE if cfg.quick else ''}; "
         f"wall time {wall:.0f} s on this machine. Ratios are LP mean wait / agent mean wait on "
         "the same instance and day; means with 95% stratified-bootstrap intervals (rliable).",
         "",
@@ -860,7 +875,7 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
                for slug, secs in (res.get("collector").train_s.items()
                                   if res.get("collector") is not None else [])]
     if trained:
-        total = sum(secs for _, _, secs in trained) * len(cfg.instances)
+        total = sum(secs * len(_instances(cfg, k)) for k, _, secs in trained)
         lines += [
             f"α-DDPG training per instance ({cfg.adaptive_gradient_steps:,} mini-batches, "
             f"seed 0; mean seconds per instance; {total / 3600:.2f} CPU-hours in all for this "
@@ -872,12 +887,14 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
             "",
         ]
     lines += [
-        "## Runtime of the full protocol (30 instances x 100 days)",
+        "## Runtime of the full protocol (30 instances x 100 days; 10 x 100 for experiments 2 "
+        "and 4), without training",
         "",
         "One unit of work measured at the largest point run here: the set-up of one instance "
         "(environment, polytopes, LP and every agent's solve) and one day (the LP's and every "
         "agent's rollout); both scaled linearly in passengers to each point of the full "
-        "protocol, times 30 instances and 30 x 100 days:",
+        "protocol, times its instances and instances x 100 days (α-DDPG's training, when it is "
+        "run, is listed above per instance):",
         "",
         "| experiment | measured at | set-up s / instance | s / day (all agents) | "
         "full protocol | extrapolated |",
@@ -910,7 +927,7 @@ def run_paper(cfg: PaperConfig, out: Path, progress: bool = True, workers: int =
     out.mkdir(parents=True, exist_ok=True)
     settings = _settings(cfg)
     units = [(fig, st, inst) for fig, sts in settings.items() for st in sts
-             for inst in cfg.instances]
+             for inst in _instances(cfg, fig)]
     done: dict[int, dict[str, Any]] = {}
     todo: list[int] = []
     for i, (fig, st, inst) in enumerate(units):
