@@ -115,8 +115,9 @@ def _commit(doc: dict[str, Any]) -> str:
 def _training(doc: dict[str, Any]) -> str:
     """How the agent was obtained: a checkpoint, a per-instance training budget, or neither."""
     sub = doc["submission"]
+    seeds = sub.get("train_seeds")
     if sub.get("checkpoint"):
-        return "checkpoint"
+        return "checkpoint" + (f"s × {len(seeds)} seeds" if seeds else "")
     if sub.get("learned"):
         definition = doc["suite"]["definition"]
         steps = sub.get("train_gradient_steps") or definition.get("train_gradient_steps")
@@ -124,7 +125,6 @@ def _training(doc: dict[str, Any]) -> str:
             old = sub.get("train_steps") or definition.get("train_steps")
             return f"{old:,} env steps / instance" if old else "unknown"
         # Gradient steps (mini-batches), the paper's unit: its budget is 10,000 of them.
-        seeds = sub.get("train_seeds")
         n = f" × {len(seeds)} seeds" if seeds else " × 1 seed"
         return f"{steps:,} gradient steps / instance{n}"
     return "file" if sub["kind"] == "file" else "none (solved)"
@@ -281,8 +281,9 @@ def attacker_tables(docs: list[dict[str, Any]]) -> str:
 
 def _attacker_training(doc: dict[str, Any]) -> str:
     sub = doc["submission"]
+    seeds = sub.get("train_seeds")
     if sub.get("checkpoint"):
-        return "checkpoint"
+        return "checkpoint" + (f"s × {len(seeds)} seeds" if seeds else "")
     if sub.get("learned"):
         steps = sub.get("train_gradient_steps") or doc["suite"]["definition"].get(
             "train_gradient_steps")
