@@ -190,6 +190,36 @@ def test_alpha_ddpg_beats_the_centre_policy(tmp_path: Path, env: gym.Env) -> Non
     assert learned < centre
 
 
+def test_the_committed_alpha_ddpg_checkpoint_beats_the_static_lp() -> None:
+    """The attacker panel's α-DDPG for tsg/Screening-v0 (an alias of v1), instance 0."""
+    from tsg_envs.rollout import LPAgent
+
+    path = (Path(__file__).resolve().parent.parent / "results" / "attacker_panel" / "alpha-ddpg"
+            / "tsg_Screening-v1_i0.pt")
+    env = gym.make("tsg/Screening-v0", instance_seed=0)
+    agent = get_method("alpha-ddpg").load(path, env)
+    seeds = [2**31 + i for i in range(3)]  # the leaderboard's evaluation days
+    for s in seeds:
+        learned = rollout(env, agent, seed=s)
+        lp = rollout(env, LPAgent(env), seed=s)
+        assert learned.mean_wait < lp.mean_wait, s
+        assert learned.proposed_violations == 0
+
+
+@pytest.mark.slow
+def test_alpha_ddpg_trained_from_scratch_beats_the_static_lp(tmp_path: Path) -> None:
+    from tsg_envs.rollout import LPAgent
+
+    env = gym.make("tsg/Screening-v0", instance_seed=0)
+    run = RunConfig(algo="alpha-ddpg", env_id="tsg/Screening-v0", gradient_steps=10_000, seed=0,
+                    out=tmp_path / "a", progress=False)
+    agent = get_method("alpha-ddpg").train(run)
+    seeds = [2**31 + i for i in range(3)]
+    learned = np.mean([rollout(env, agent, seed=s).mean_wait for s in seeds])
+    lp = np.mean([rollout(env, LPAgent(env), seed=s).mean_wait for s in seeds])
+    assert learned < lp
+
+
 def test_bench_quick_smoke(tmp_path: Path) -> None:
     import json
 
