@@ -220,7 +220,7 @@ def _filled_buffer(env: gym.Env, n: int, seed: int) -> Any:
 
 def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed: int = 0
                         ) -> float:
-    """Median-free mean seconds of one bare ``algorithm.update`` of ``method`` (see item 3)."""
+    """Seconds of one bare ``algorithm.update`` of ``method`` (see item 3): median of 5 blocks."""
     from tianshou.utils.torch_utils import policy_within_training_step
 
     cfg = _config(method, hparams)
@@ -242,13 +242,16 @@ def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed
         algorithm, _ = build(env, cfg, projection, td3_kw)  # type: ignore[arg-type]
     buffer = _filled_buffer(env, max(4 * cfg.batch_size, 2_000), seed)
     policy = algorithm.policy
+    blocks = []
     with policy_within_training_step(policy):
         for _ in range(10):
             algorithm.update(buffer, cfg.batch_size)
-        t = time.perf_counter()
-        for _ in range(repeats):
-            algorithm.update(buffer, cfg.batch_size)
-        return (time.perf_counter() - t) / repeats
+        for _ in range(5):  # the median of 5 blocks: robust to a busy moment of the machine
+            t = time.perf_counter()
+            for _ in range(max(1, repeats // 5)):
+                algorithm.update(buffer, cfg.batch_size)
+            blocks.append((time.perf_counter() - t) / max(1, repeats // 5))
+    return float(statistics.median(blocks))
 
 
 def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, ...],
@@ -264,7 +267,6 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
     rows = []
     for method in methods:
         widths = num_envs if LOOP_METHODS[method][1] != "sac" else (1,)
-        bare = bare_update_seconds(method, hparams, bare_repeats, seed)
         for n in widths:
             tmp = Path(tempfile.mkdtemp(prefix="tsg-bench-"))
             hp = {**hparams, "eval_every": 0, "checkpoint_every": 10**9, "threads": threads,
@@ -278,6 +280,8 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
 
             state = load_checkpoint(latest_checkpoint(tmp))
             shutil.rmtree(tmp, ignore_errors=True)
+            # the bare update, timed right after the run, in the same conditions
+            bare = bare_update_seconds(method, hparams, bare_repeats, seed)
             row = {
                 "method": method, "num_envs": n, "gradient_steps": int(state["gradient_steps"]),
                 "env_steps": int(state["step"]), "wall_s": wall, "cpu_s": cpu,
@@ -370,7 +374,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                 methods=list(args.methods), hparams=hp)
         print(f"\ntraining loops, {steps} gradient steps each:", flush=True)
         rows = bench_loops(tuple(args.methods), steps, tuple(args.num_envs), hp,
-                           threads=cfg.threads, bare_repeats=50 if args.quick else 500)
+                           threads=cfg.threads, bare_repeats=50 if args.quick else 1000)
         result["loops"] = rows
         print("\n" + loops_table(rows))
         if args.json:
