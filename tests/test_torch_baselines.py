@@ -345,3 +345,18 @@ def test_the_vector_loop_resumes_exactly(tmp_path: Path) -> None:
                                   np.asarray(_buffer_of(resumed).act[:1100]))
     np.testing.assert_array_equal(np.stack([a.act(o, {}) for o in obs]),
                                   np.stack([b.act(o, {}) for o in obs]))
+
+
+def test_bench_loops_quick_smoke(tmp_path: Path) -> None:
+    from baselines.bench import main as bench_main
+
+    result = bench_main(["--loops", "--quick", "--methods", "alpha-ddpg", "--num-envs", "1", "2",
+                         "--grad-steps", "20", "--json", str(tmp_path / "loops.json")])
+    rows = result["loops"]
+    assert [(r["method"], r["num_envs"]) for r in rows] == [("alpha-ddpg", 1), ("alpha-ddpg", 2)]
+    for r in rows:
+        assert r["gradient_steps"] == 20
+        # 200 warm-up steps, then 2 environment steps per gradient step (n days at a time)
+        assert 240 <= r["env_steps"] <= 240 + r["num_envs"] - 1
+        assert r["overhead_ratio"] > 0 and r["bare_update_s"] > 0
+    assert (tmp_path / "loops.json").is_file()
