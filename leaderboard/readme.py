@@ -154,6 +154,16 @@ def _bench(name: str) -> Callable[[Path], str]:
     return make
 
 
+def _loops(root: Path) -> str:
+    from baselines.bench import loops_table
+
+    payload = json.loads((root / "results" / "bench_loops.json").read_text(encoding="utf-8"))
+    cfg = payload["config"]
+    return (loops_table(payload["loops"]) + f"\n\n({payload['machine']}; "
+            f"{cfg['grad_steps']:,} gradient steps per run; `results/bench_loops.json` from "
+            "`python -m baselines.bench --loops --json results/bench_loops.json`)")
+
+
 #: README block name -> generator of its text from the committed sources.
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "ids": _ids,
@@ -166,6 +176,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "bounds": _bench("bounds"),
     "vector": _bench("vector"),
     "harness": _bench("harness"),
+    "loops": _loops,
     "family": _bench("family"),
     "lp-agreement": _bench("lp-agreement"),
     "gamma": _gamma,
