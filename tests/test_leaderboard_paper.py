@@ -198,6 +198,7 @@ def test_an_interrupted_paper_run_keeps_its_finished_units(local_run: Path, tmp_
         "units/fig1/window-5F/i0.json"]["rows"]
 
 
+@pytest.mark.slow  # a local Ray start and a second paper run: about a minute on 2 cores
 def test_paper_on_ray_gives_the_local_units(local_run: Path, tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
     try:
