@@ -1,8 +1,11 @@
 """The tsg-envs leaderboard: suites as data, evaluation, the rendered board, the paper's figures.
 
 ``python -m leaderboard evaluate --agent FILE|NAME --suite quick --out DIR`` evaluates a
-submission (see :mod:`leaderboard.submission` for the format); ``render`` writes
-``LEADERBOARD.md`` and the static page; ``paper`` regenerates the paper's experiments.
+submission (see :mod:`leaderboard.submission` for the format), sealed in its own process;
+``--attacker FILE|NAME`` evaluates an attacker against the panel of defenders
+(:mod:`leaderboard.attacker`); ``verify`` re-evaluates a result; ``render`` writes
+``LEADERBOARD.md`` and the static page; ``paper`` regenerates the paper's experiments in
+resumable units; ``frontier`` builds the risk-delay frontier (:mod:`leaderboard.frontier`).
 Imports ``tsg_envs`` and (lazily, for baseline submissions and references) ``baselines``.
 """
 
