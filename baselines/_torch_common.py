@@ -667,6 +667,19 @@ def train_off_policy(
                 bar.set_postfix(eval_wait=f"{ev:.2f}")
             next_eval += cfg.eval_every
 
+    def end_of_day(day_waits: list[float]) -> None:
+        """The day's curve row, and a checkpoint when one is due (at day boundaries only)."""
+        nonlocal next_ckpt
+        curve.write(
+            gradient_steps=grad,
+            step=step,
+            wall_s=round(time.perf_counter() - t0, 2),
+            train_day_mean_wait=float(np.mean(day_waits)),
+        )
+        if step >= next_ckpt or grad >= run.gradient_steps:
+            save_checkpoint(out, step, payload(cfg.save_buffer))
+            next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+
     while grad < run.gradient_steps and venv is not None:
         n = venv.num_envs
         obs_n, infos = venv.reset(seed=[day_seed(run.seed, day + i) for i in range(n)])
@@ -696,15 +709,7 @@ def train_off_policy(
             maybe_evaluate()
             if grad >= run.gradient_steps:
                 break
-        curve.write(
-            gradient_steps=grad,
-            step=step,
-            wall_s=round(time.perf_counter() - t0, 2),
-            train_day_mean_wait=float(np.mean(day_waits)),
-        )
-        if step >= next_ckpt or grad >= run.gradient_steps:
-            save_checkpoint(out, step, payload(cfg.save_buffer))
-            next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+        end_of_day(day_waits)
 
     while grad < run.gradient_steps and venv is None:
         obs, info = env.reset(seed=day_seed(run.seed, day))
@@ -720,51 +725,13 @@ def train_off_policy(
             obs_next, rew, terminated, truncated, info = env.step(act)
             done = terminated or truncated
             day_waits.append(info["wait"])
-            stored = cfg.reward_scale * rew
-            if cfg.reward_centering:
-                mean_reward += cfg.centering_rate * (stored - mean_reward)
-                stored -= mean_reward
-            buffer.add(
-                Batch(
-                    obs=obs,
-                    act=act,
-                    rew=stored,
-                    terminated=terminated,
-                    truncated=truncated,
-                    obs_next=obs_next,
-                    info={},
-                )
-            )
+            store(obs, act, rew, terminated, truncated, obs_next)
             obs = obs_next
-            step += 1
-            if step > cfg.warmup_steps:
-                update_credit += cfg.updates_per_step
-                if update_credit >= 1.0 and len(buffer) >= cfg.batch_size:
-                    with policy_within_training_step(policy):
-                        while update_credit >= 1.0 and grad < run.gradient_steps:
-                            loss = _actor_loss_of(algorithm.update(buffer, cfg.batch_size))
-                            if loss is not None:
-                                losses.append(loss)
-                            update_credit -= 1.0
-                            grad += 1
-                            if bar is not None:
-                                bar.update(1)
-            if next_eval is not None and grad >= next_eval:
-                ev = evaluate()
-                if bar is not None:
-                    bar.set_postfix(eval_wait=f"{ev:.2f}")
-                next_eval += cfg.eval_every
+            update()
+            maybe_evaluate()
             if grad >= run.gradient_steps:
                 break
-        curve.write(
-            gradient_steps=grad,
-            step=step,
-            wall_s=round(time.perf_counter() - t0, 2),
-            train_day_mean_wait=float(np.mean(day_waits)),
-        )
-        if step >= next_ckpt or grad >= run.gradient_steps:
-            save_checkpoint(out, step, payload(cfg.save_buffer))
-            next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+        end_of_day(day_waits)
     if bar is not None:
         bar.close()
     if cfg.keep_best and (out / BEST_NAME).exists():

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from baselines._torch_common import OffPolicyConfig, TorchAgent, make_config
 from baselines.alpha_ddpg import load_ddpg_family, train_ddpg_family
 from baselines.api import Method, RunConfig
+from baselines.proj_ddpg import dirichlet_warmup
 
 __all__ = ["PenaltyDDPGConfig", "METHOD", "train", "load"]
 
@@ -33,19 +32,12 @@ class PenaltyDDPGConfig(OffPolicyConfig):
     """
 
 
-def _dirichlet_warmup(n_teams: int) -> Any:
-    def warmup(obs: np.ndarray, info: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-        return rng.dirichlet(np.ones(n_teams))
-
-    return warmup
-
-
 def train(run: RunConfig) -> TorchAgent:
     """Train penalty DDPG on ``run`` (hparams: :class:`PenaltyDDPGConfig` fields)."""
     cfg = make_config(PenaltyDDPGConfig, run.hparams)
     n_teams = run.make_env().action_space.shape[0]
     return train_ddpg_family(
-        run, "penalty-ddpg", cfg, "none", "penalize", warmup=_dirichlet_warmup(n_teams)
+        run, "penalty-ddpg", cfg, "none", "penalize", warmup=dirichlet_warmup(n_teams)
     )
 
 
