@@ -360,3 +360,27 @@ def test_bench_loops_quick_smoke(tmp_path: Path) -> None:
         assert 240 <= r["env_steps"] <= 240 + r["num_envs"] - 1
         assert r["overhead_ratio"] > 0 and r["bare_update_s"] > 0
     assert (tmp_path / "loops.json").is_file()
+
+
+def test_multiseed_runs_each_unit_and_seed_once_with_its_budget(tmp_path: Path, capsys) -> None:
+    """The resumable multi-seed runner: one run per (method, unit, seed), a per-method budget,
+    finished runs skipped, and a finished run with another budget refused."""
+    import json
+
+    from baselines.scripts import multiseed
+
+    out = tmp_path / "ms"
+    assert multiseed.main(["--suite", "micro", "--plan", "alpha-ddpg=2@20", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "0 of 2 runs done; training 2"
+    done = sorted(out.glob("alpha-ddpg/*/s*/done.json"))
+    assert [p.parent.name for p in done] == ["s0", "s1"]
+    assert {json.loads(p.read_text())["gradient_steps"] for p in done} == {20}
+    assert done[0].parent.parent.name == "tsg_Screening-Window-5F-v1_i0"
+    assert multiseed.main(["--suite", "micro", "--plan", "alpha-ddpg=2@20", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["2 of 2 runs done; training 0"]
+    with pytest.raises(SystemExit):
+        multiseed.main(["--suite", "micro", "--plan", "alpha-ddpg=1@30", "--out", str(out)])
+    assert "trained for 20 gradient steps, not 30" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        multiseed.main(["--suite", "micro", "--plan", "alpha-ddpg=two", "--out", str(out)])

@@ -3,8 +3,12 @@ r"""Train learned baselines on every unit of a suite with several seeds, resumab
 Usage::
 
     .venv/bin/python baselines/scripts/multiseed.py --suite quick \
-        --plan alpha-ddpg=5 alpha-td3=5 radial-ddpg=5 proj-ddpg=5 sac=3 ppo=3 \
+        --plan alpha-ddpg=5 alpha-td3=5 radial-ddpg=5 proj-ddpg=5 sac=3 ppo=3 l2-ddpg=3@300 \
         [--gradient-steps 10000] [--workers 2] [--out runs/multiseed]
+
+``METHOD=SEEDS@STEPS`` gives one method its own budget in gradient steps (L2-DDPG's QP layer
+makes a gradient step about 25 times dearer, so it gets the number that takes α-DDPG's wall
+time; label the row with ``--train-gradient-steps`` when it is evaluated).
 
 Each (method, unit, seed) trains under ``OUT/METHOD/{env}_i{instance}/s{seed}`` (the id's
 ``/`` replaced by ``_``) with the suite's budget in gradient steps (mini-batches), and writes
@@ -63,20 +67,27 @@ def main(argv: list[str] | None = None) -> int:
 
     suite = get_suite(args.suite)
     budget = args.gradient_steps or suite.train_gradient_steps
-    plan = {}
+    plan: dict[str, tuple[int, int]] = {}
     for item in args.plan:
-        method, _, n = item.partition("=")
-        plan[method] = int(n or 1)
+        method, _, rest = item.partition("=")
+        n, _, steps = rest.partition("@")
+        try:
+            plan[method] = (int(n or 1), int(steps) if steps else budget)
+        except ValueError:
+            p.error(f"--plan {item!r}: expected METHOD=SEEDS or METHOD=SEEDS@GRADIENT_STEPS")
     jobs = []
-    for seed in range(max(plan.values())):
-        for method, n in plan.items():
+    for seed in range(max(n for n, _ in plan.values())):
+        for method, (n, steps) in plan.items():
             if seed >= n:
                 continue
             for env_id, instance in suite.units:
-                if not (run_dir(Path(args.out), method, env_id, instance, seed)
-                        / "done.json").is_file():
-                    jobs.append((method, env_id, instance, seed, budget, args.out))
-    total = sum(n * len(suite.units) for n in plan.values())
+                done = run_dir(Path(args.out), method, env_id, instance, seed) / "done.json"
+                if not done.is_file():
+                    jobs.append((method, env_id, instance, seed, steps, args.out))
+                elif (had := json.loads(done.read_text())["gradient_steps"]) != steps:
+                    p.error(f"{done} was trained for {had} gradient steps, not {steps}; "
+                            "give that budget or another --out")
+    total = sum(n * len(suite.units) for n, _ in plan.values())
     print(f"{total - len(jobs)} of {total} runs done; training {len(jobs)}", flush=True)
     if args.workers <= 1:
         for job in jobs:
