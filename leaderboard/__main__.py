@@ -217,6 +217,8 @@ def _cmd_paper(args: argparse.Namespace) -> int:
         cfg = cfg.replace(other_instances=args.other_instances)
     if args.days is not None:
         cfg = cfg.replace(days=args.days)
+    if args.figures:
+        cfg = cfg.replace(figures=tuple(args.figures))
     if args.train_adaptive:
         steps = args.gradient_steps or (200 if args.quick else 10_000)
         cfg = cfg.replace(adaptive_gradient_steps=steps)
@@ -330,8 +332,9 @@ def main(argv: list[str] | None = None) -> int:
         "--train-gradient-steps",
         type=int,
         default=None,
-        help="training budget of a learned baseline without checkpoint, in gradient steps "
-        "(mini-batches; default: the suite's)",
+        help="training budget of a learned baseline, in gradient steps (mini-batches; default: "
+        "the suite's); with --checkpoint, the budget the checkpoints were trained for, shown on "
+        "the board",
     )
     ev.add_argument("--train-seeds", type=_seed_list, default=None, metavar="SEEDS",
                     help="training seeds of a learned baseline, e.g. 0-4 or 0,2,5: every "
@@ -399,6 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--other-instances", type=int, default=None,
                     help="override: experiments 2 and 4 use the first N instances (default 10)")
     pp.add_argument("--days", type=int, default=None, help="override: days per instance")
+    pp.add_argument("--figures", nargs="+", choices=("fig1", "fig2", "fig4"), default=None,
+                    help="compute the missing units of these experiments only (default: all); "
+                    "the others reuse their cached units, and every figure is redrawn "
+                    "(figure 3 reads experiment 1's trainings)")
     pp.add_argument("--no-progress", action="store_true", help="no progress bar")
     pp.set_defaults(func=_cmd_paper)
 

@@ -109,8 +109,13 @@ class PaperConfig:
         adaptive_gradient_steps: Train α-DDPG per (point, instance) for this many gradient
             steps (mini-batches; the paper's budget is 10,000), seed 0, under ``train_dir``
             (resumable); None: no training.
-        train_dir: Where the per-unit α-DDPG runs live (their curves feed experiment 3).
-        curve_dirs: Where experiment 3 looks for training logs.
+        train_dir: Where the per-unit α-DDPG runs live (checkpoints; each unit's result copies
+            its learning curve, which feeds experiment 3).
+        curve_dirs: Where experiment 3 looks for training logs while no unit of experiment 1
+            has trained α-DDPG.
+        figures: The experiments whose missing units this run computes (``"fig1"``,
+            ``"fig2"``, ``"fig4"``); the others only reuse their cached units, so a run can be
+            done one experiment at a time. Every figure is drawn from what is cached.
         quick: Label of the protocol (``--quick``) in the outputs.
     """
 
@@ -127,6 +132,7 @@ class PaperConfig:
     adaptive_gradient_steps: int | None = None
     train_dir: str = "runs/paper"
     curve_dirs: tuple[str, ...] = ("results/curves", "results/bench")
+    figures: tuple[str, ...] = ("fig1", "fig2", "fig4")
     quick: bool = False
 
     @classmethod
@@ -260,6 +266,22 @@ def _train_adaptive(cfg: PaperConfig, setting: _Setting, inst: int,
     return agent, time.perf_counter() - t
 
 
+def _training_curve(cfg: PaperConfig, setting: _Setting, inst: int) -> list[list[float | None]]:
+    """The unit's α-DDPG learning curve, ``[gradient steps, wall s, actor loss or None]`` rows.
+
+    ``wall_s`` counts the training's own time across resumptions (it is saved in every
+    checkpoint), so the curve is the same whether the run was trained at once or in chunks.
+    """
+    path = Path(cfg.train_dir) / setting.slug / f"i{inst}" / "curve.csv"
+    out: list[list[float | None]] = []
+    for r in _read_curves([path]):
+        loss = r.get("actor_loss")
+        out.append([float(r["gradient_steps"]), float(r["wall_s"]),
+                    float(loss) if loss not in (None, "") else None])
+    out.sort(key=lambda row: (row[0], row[1]))
+    return out
+
+
 def paper_unit(args: tuple[PaperConfig, _Setting, int]) -> dict[str, Any]:
     """One (point, instance) unit: the LP and every agent on every day; its rows and timings.
 
@@ -286,6 +308,11 @@ def paper_unit(args: tuple[PaperConfig, _Setting, int]) -> dict[str, Any]:
         except RuntimeError as err:
             missing.setdefault(name, str(err))
     setup = time.perf_counter() - t0 - (train_s or 0.0)
+    curve = None
+    if "alpha-ddpg" in agents and cfg.adaptive_gradient_steps is not None:
+        curve = _training_curve(cfg, setting, inst)
+        if curve:  # the training's own wall time, also when it was resumed or already done
+            train_s = max(row[1] for row in curve)
     t0 = time.perf_counter()
     seeds = [EVAL_SEED_BASE + d for d in range(cfg.days)]
     unit = Unit.of(_BASE_ID, inst, **env_kwargs)
@@ -305,7 +332,8 @@ def paper_unit(args: tuple[PaperConfig, _Setting, int]) -> dict[str, Any]:
     return {"key": unit_key(cfg, setting, inst), "slug": setting.slug, "instance_seed": inst,
             "rows": rows, "missing": missing, "setup_s": setup,
             "rolling_s": time.perf_counter() - t0, "n_days": len(seeds),
-            "passengers": int(env.unwrapped.game.n_passengers), "train_s": train_s}
+            "passengers": int(env.unwrapped.game.n_passengers), "train_s": train_s,
+            "curve": curve}
 
 
 def unit_path(out: Path, fig: str, setting: _Setting, inst: int) -> Path:
@@ -488,7 +516,8 @@ def _ratio_figure(
         ax.set_xticks(xs)
         ax.set_xticklabels([f"{x:g}" for x in xs])
         ax.minorticks_off()
-    ax.legend(fontsize=7, loc="best")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="best")
     ax.text(0.01, 0.01, _protocol_note(cfg, col), transform=ax.transAxes, fontsize=7, va="bottom")
     _save(fig, path)
 
@@ -554,7 +583,8 @@ def _experiment_risk(cfg: PaperConfig, out: Path, col: _Collector) -> dict:
     _plot_lines(a1, wait, names, cfg=cfg)
     a1.set_xlabel("risk allowance ψ / ψ^LP")
     a1.set_ylabel("mean wait, minutes")
-    a1.legend(fontsize=7)
+    if a1.get_legend_handles_labels()[0]:
+        a1.legend(fontsize=7)
     _plot_lines(a2, frac, names, cfg=cfg)
     a2.set_xlabel("risk allowance ψ / ψ^LP")
     a2.set_ylabel(f"mean wait / own mean wait at ψ = {base:g} ψ^LP")
@@ -648,16 +678,29 @@ def _read_bench(files: list[Path]) -> list[dict[str, Any]]:
     return out
 
 
-def _experiment_training(cfg: PaperConfig, out: Path) -> dict:
-    """Training curve and time to 10,000 steps against flights, from the baselines' logs.
+def _experiment_training(cfg: PaperConfig, out: Path,
+                         units: list[tuple[str, dict[str, Any]]] = ()) -> dict:
+    """Training curve and time to 10,000 steps against flights, from the training logs.
 
-    Curves: every ``alpha-ddpg`` learning-curve CSV under ``cfg.curve_dirs``; the wall time at
+    Curves: the α-DDPG trainings of experiment 1's cached units (``units``: (file, unit) pairs;
+    each unit carries its curve, so the figure is rebuilt from ``results/paper/units/`` alone)
+    or, while there are none, every ``alpha-ddpg`` learning-curve CSV under
+    ``cfg.curve_dirs``; the wall time at
     step 10,000 is interpolated in each run that reached it. Times against flights also come
     from ``python -m baselines.bench --json`` files there (its gradient-step timings scaled
     linearly to 10,000 steps). Whatever is absent is marked missing in the figure and CSV.
     """
-    files = _log_files(cfg.curve_dirs)
+    # the logs under curve_dirs only stand in while no unit of experiment 1 has trained α-DDPG
+    files = [] if units else _log_files(cfg.curve_dirs)
     rows = [r for r in _read_curves(files) if r.get("method", "alpha-ddpg") == "alpha-ddpg"]
+    for fname, unit in units:
+        flights = _flights_of(unit["slug"])
+        for g, wall, loss in unit.get("curve") or []:
+            rows.append({"gradient_steps": g, "wall_s": wall,
+                         "actor_loss": "" if loss is None else loss,
+                         "env_id": f"{_BASE_ID} ({unit['slug']}, instance "
+                                   f"{unit['instance_seed']})",
+                         "_file": fname, "_flights": flights})
     bench = _read_bench(files)
     fig, (a1, a2) = _figure_pair("Scalability: α-DDPG training (from the baselines' logs)")
     target = PAPER["steps_to_converge"]
@@ -670,12 +713,14 @@ def _experiment_training(cfg: PaperConfig, out: Path) -> dict:
     for r in rows:
         runs.setdefault((r.get("env_id", "?"), r["_file"]), []).append(r)
     per_flights: dict[int, list[float]] = {}
-    for (env_id, fname), rs in sorted(runs.items()):
+    colours: dict[int | None, str] = {}
+    for (env_id, fname), rs in sorted(runs.items(), key=lambda kv: (
+            kv[1][0].get("_flights") or 0, kv[0])):
         steps = np.array([float(r["gradient_steps"]) for r in rs])
         wall = np.array([float(r["wall_s"]) for r in rs])
         order = np.argsort(steps)
         slug = _SLUG_RE.search(fname)
-        flights = int(slug.group(1)) if slug else _flights_of(env_id)
+        flights = rs[0].get("_flights") or (int(slug.group(1)) if slug else _flights_of(env_id))
         # the paper's figure 3: the actor loss against mini-batches
         losses = [
             (s, float(r["actor_loss"]))
@@ -684,8 +729,12 @@ def _experiment_training(cfg: PaperConfig, out: Path) -> dict:
         ]
         if losses:
             losses.sort()
+            # one colour and one legend entry per flight count (experiment 1 has 30 instances)
+            first = flights not in colours
+            colour = colours.setdefault(flights, f"C{len(colours) % 10}")
             a1.plot([e[0] for e in losses], [e[1] for e in losses], lw=1, marker=".",
-                    label=f"{flights} flights ({Path(fname).parent.name})")
+                    color=colour, alpha=0.8 if first else 0.35,
+                    label=f"{flights} flights" if first else None)
         if flights is None or steps.max() < target:
             continue
         t10k = float(np.interp(target, steps[order], wall[order]))
@@ -934,9 +983,9 @@ def run_paper(cfg: PaperConfig, out: Path, progress: bool = True, workers: int =
         cached = _load_unit(unit_path(out, fig, st, inst), unit_key(cfg, st, inst))
         if cached is not None:
             done[i] = cached
-        else:
+        elif fig in cfg.figures:
             todo.append(i)
-    bar = tqdm(total=len(units), initial=len(done), desc="paper units", unit="unit",
+    bar = tqdm(total=len(done) + len(todo), initial=len(done), desc="paper units", unit="unit",
                disable=not progress)
 
     def keep(j: int, result: dict[str, Any]) -> None:
@@ -950,14 +999,14 @@ def run_paper(cfg: PaperConfig, out: Path, progress: bool = True, workers: int =
     map_units(paper_unit, [(cfg, units[i][1], units[i][2]) for i in todo], workers=workers,
               backend=backend, address=address, on_result=keep)
     bar.close()
-    cols = {fig: _collect([done[i] for i, u in enumerate(units) if u[0] == fig])
+    cols = {fig: _collect([done[i] for i, u in enumerate(units) if u[0] == fig and i in done])
             for fig in settings}
-    if cfg.adaptive_gradient_steps is not None:
-        cfg = cfg.replace(curve_dirs=(*cfg.curve_dirs, cfg.train_dir))
     results = {
         "fig1": _experiment_flights(cfg, out, cols["fig1"]),
         "fig2": _experiment_risk(cfg, out, cols["fig2"]),
-        "fig3": _experiment_training(cfg, out),
+        "fig3": _experiment_training(
+            cfg, out, [(str(unit_path(out, *units[i])), done[i]) for i in sorted(done)
+                       if units[i][0] == "fig1" and done[i].get("curve")]),
         "fig4": _experiment_sigma(cfg, out, cols["fig4"]),
     }
     summary = _write_summary(cfg, out, results, time.perf_counter() - t0)

@@ -117,7 +117,10 @@ def _training(doc: dict[str, Any]) -> str:
     sub = doc["submission"]
     seeds = sub.get("train_seeds")
     if sub.get("checkpoint"):
-        return "checkpoint" + (f"s × {len(seeds)} seeds" if seeds else "")
+        label = "checkpoint" + (f"s × {len(seeds)} seeds" if seeds else "")
+        if sub.get("train_gradient_steps"):  # the budget the checkpoints were trained for
+            label += f", {sub['train_gradient_steps']:,} gradient steps / instance"
+        return label
     if sub.get("learned"):
         definition = doc["suite"]["definition"]
         steps = sub.get("train_gradient_steps") or definition.get("train_gradient_steps")

@@ -211,3 +211,48 @@ def test_paper_on_ray_gives_the_local_units(local_run: Path, tmp_path: Path) -> 
     remote = {k: {f: v for f, v in d.items() if f not in strip}
               for k, d in _units(tmp_path / "ray").items()}
     assert local == remote and len(local) == 3
+
+
+def test_figures_restricts_which_units_are_computed(local_run: Path, tmp_path: Path,
+                                                    monkeypatch) -> None:
+    import leaderboard.paper as paper
+
+    out = _copy(local_run, tmp_path / "only")
+    (out / "units/fig2/window-10F-psi1.01/i0.json").unlink()
+    computed = []
+    real = paper.paper_unit
+
+    def spy(args):
+        computed.append(args[1].slug)
+        return real(args)
+
+    monkeypatch.setattr(paper, "paper_unit", spy)
+    run_paper(TINY_PAPER.replace(figures=("fig1", "fig4")), out, progress=False)
+    assert computed == []  # fig2's missing unit is not fig1's or fig4's business
+    assert not read(out / "fig2_wait_vs_risk.csv")  # drawn from no unit: empty, no error
+    assert (out / "fig2_wait_vs_risk.png").read_bytes()[:8] == PNG_MAGIC
+    run_paper(TINY_PAPER.replace(figures=("fig2",)), out, progress=False)
+    assert computed == ["window-10F-psi1.01"]
+
+
+def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    curves = tmp_path / "curves"  # a stand-in log that must be ignored once units have curves
+    write_curve(curves / "a" / "curve.csv", "tsg/Screening-Window-10F-v1", [0, 10_000],
+                [0.0, 50.0])
+    cfg = TINY_PAPER.replace(adaptive_gradient_steps=20, train_dir=str(tmp_path / "train"),
+                             figures=("fig1",), curve_dirs=(str(curves),))
+    out = tmp_path / "paper"
+    run_paper(cfg, out, progress=False)
+    unit = _units(out)["units/fig1/window-5F/i0.json"]
+    assert {r["agent"] for r in unit["rows"]} == {"lp", "slack-lp", "alpha-ddpg"}
+    curve = unit["curve"]
+    assert curve and curve[-1][0] == 20  # gradient steps, the budget reached
+    walls = [row[1] for row in curve]
+    assert walls == sorted(walls) and unit["train_s"] == max(walls)
+    # a second run reuses the unit, and its training time is the run's, not a resume's ~0 s
+    run_paper(cfg, out, progress=False)
+    assert _units(out)["units/fig1/window-5F/i0.json"]["train_s"] == unit["train_s"]
+    rows = read(out / "fig3_training.csv")
+    assert not [r for r in rows if r.get("file", "").startswith(str(curves))]
+    assert [r["source"] for r in rows if r["status"] == "missing"] == ["time"]  # 20 < 10,000
