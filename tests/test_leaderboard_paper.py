@@ -256,3 +256,10 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
     rows = read(out / "fig3_training.csv")
     assert not [r for r in rows if r.get("file", "").startswith(str(curves))]
     assert [r["source"] for r in rows if r["status"] == "missing"] == ["time"]  # 20 < 10,000
+    summary = (out / "summary.md").read_text()
+    fig1 = {r["agent"]: r for r in read(out / "fig1_ratio_vs_flights.csv")}
+    ours = fig1["alpha-ddpg"]
+    claim = next(line for line in summary.splitlines() if line.startswith("| fig 1: α-DDPG's"))
+    assert (f"5F: {float(ours['mean']):.2f} [{float(ours['mean_low']):.2f}, "
+            f"{float(ours['mean_high']):.2f}]") in claim
+    assert "stand-in" not in fig1["slack-lp"]["label"] + summary  # α-DDPG itself is there
