@@ -17,6 +17,7 @@ Shapes: B batch, T teams, K = M + T inequality rows, C categories, O observation
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -252,6 +253,11 @@ class L2Projection(nn.Module):
                 "L2Projection needs cvxpylayers: pip install 'tsg-envs[l2]' "
                 "(or pip install cvxpylayers)"
             ) from err
+        # cvxpylayers/diffcp against numpy 2: one DeprecationWarning per solve, third-party
+        # noise that buries a training's log (the tests' configuration ignores it too)
+        warnings.filterwarnings(
+            "ignore", message="__array__ implementation doesn't accept a copy keyword",
+            category=DeprecationWarning)
         self.alpha = AlphaProjection(a_ub, b_ub, centers, category)
         _, k, t = self.alpha.a_ub.shape
         x = cp.Variable(t)
