@@ -140,3 +140,24 @@ def test_page_in_headless_chromium(results: Path, tmp_path: Path) -> None:
     assert waits == sorted(waits)
     assert rows[-1][0] == "failed"
     assert "no_such_module_xyz" in dom
+
+
+def test_a_checkpoint_row_shows_the_budget_it_was_trained_for(tmp_path: Path) -> None:
+    """``--checkpoint`` with ``--train-gradient-steps``: the training column names both."""
+    pytest.importorskip("torch")
+    from baselines.api import RunConfig, get_method
+
+    run = tmp_path / "run"
+    get_method("alpha-ddpg").train(RunConfig(
+        algo="alpha-ddpg", env_id="tsg/Screening-Window-5F-v1", gradient_steps=10, seed=0,
+        out=run, instance_seed=0, progress=False))
+    out = tmp_path / "results"
+    for name, steps in (("labelled", 10), ("unlabelled", None)):
+        spec = SubmissionSpec("alpha-ddpg", checkpoint=str(run), name=name,
+                              train_gradient_steps=steps)
+        save_result(evaluate_submission(spec, TINY, progress=False, reps=100), out)
+    md = render_markdown(collect_results(out))
+    row = {line.split("|")[2].strip(" `"): line for line in md.splitlines()
+           if line.startswith("| ") and "`" in line}
+    assert "| checkpoint, 10 gradient steps / instance |" in row["labelled"]
+    assert "| checkpoint |" in row["unlabelled"]
