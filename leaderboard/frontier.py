@@ -182,10 +182,13 @@ def write_frontier(points: list[FrontierPoint], weights: list[float], out: Path,
     for p in points:
         ax.annotate(f"s={p.scale:g}", (p.risk, p.mean_wait), fontsize=7,
                     textcoords="offset points", xytext=(4, 4))
+    by_point: dict[int, tuple[Any, list[float]]] = {}  # weights that select the same point
     for wt, p in chosen:
+        by_point.setdefault(id(p), (p, []))[1].append(wt)
+    for p, wts in by_point.values():
         ax.scatter([p.risk], [p.mean_wait], s=120, facecolors="none", edgecolors="tab:red")
-        ax.annotate(f"w={wt:g}", (p.risk, p.mean_wait), fontsize=7, color="tab:red",
-                    textcoords="offset points", xytext=(-10, -14))
+        ax.annotate("w=" + ", ".join(f"{wt:g}" for wt in wts), (p.risk, p.mean_wait),
+                    fontsize=7, color="tab:red", textcoords="offset points", xytext=(-10, -14))
     ax.set_xlabel("worst-case risk Σθ Pθ |Uθ| (= -Σθ Pθ Uθ)")
     ax.set_ylabel("mean wait per passenger, minutes (= -V_o)")
     ax.set_title(title or "Risk-delay frontier (the paper's Theorem 1)", fontsize=10)
