@@ -58,6 +58,7 @@ __all__ = [
     "CurveLog",
     "latest_checkpoint",
     "save_checkpoint",
+    "end_day",
     "save_best",
     "load_checkpoint",
     "BEST_NAME",
@@ -450,6 +451,24 @@ def save_checkpoint(out: Path, step: int, payload: dict[str, Any]) -> Path:
     return path
 
 
+def end_day(curve: CurveLog, out: Path, *, grad: int, step: int, wall_s: float,
+            day_waits: list[float], next_ckpt: int, checkpoint_every: int, final: bool,
+            payload: Callable[[], dict[str, Any]]) -> int:
+    """A day boundary of a training loop: the day's curve row and, when due, a checkpoint.
+
+    Checkpoints are written only here, at day boundaries, so that a resume is bit-exact.
+
+    Returns:
+        The step at which the next checkpoint is due.
+    """
+    curve.write(gradient_steps=grad, step=step, wall_s=round(wall_s, 2),
+                train_day_mean_wait=float(np.mean(day_waits)))
+    if step >= next_ckpt or final:
+        save_checkpoint(out, step, payload())
+        next_ckpt = (step // checkpoint_every + 1) * checkpoint_every
+    return next_ckpt
+
+
 def save_best(out: Path, payload: dict[str, Any]) -> Path:
     """Write ``payload`` atomically to ``out/best.pt`` (same layout as a checkpoint)."""
     out = Path(out)
@@ -668,17 +687,12 @@ def train_off_policy(
             next_eval += cfg.eval_every
 
     def end_of_day(day_waits: list[float]) -> None:
-        """The day's curve row, and a checkpoint when one is due (at day boundaries only)."""
         nonlocal next_ckpt
-        curve.write(
-            gradient_steps=grad,
-            step=step,
-            wall_s=round(time.perf_counter() - t0, 2),
-            train_day_mean_wait=float(np.mean(day_waits)),
-        )
-        if step >= next_ckpt or grad >= run.gradient_steps:
-            save_checkpoint(out, step, payload(cfg.save_buffer))
-            next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+        next_ckpt = end_day(curve, out, grad=grad, step=step, wall_s=time.perf_counter() - t0,
+                            day_waits=day_waits, next_ckpt=next_ckpt,
+                            checkpoint_every=cfg.checkpoint_every,
+                            final=grad >= run.gradient_steps,
+                            payload=lambda: payload(cfg.save_buffer))
 
     while grad < run.gradient_steps and venv is not None:
         n = venv.num_envs

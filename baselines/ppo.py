@@ -36,6 +36,7 @@ from baselines._torch_common import (
     ScaledMLP,
     TorchAgent,
     day_seed,
+    end_day,
     evaluate_mean_wait,
     latest_checkpoint,
     load_checkpoint,
@@ -43,7 +44,6 @@ from baselines._torch_common import (
     progress_bar,
     rng_state,
     save_best,
-    save_checkpoint,
     set_rng_state,
 )
 from baselines.api import Method, RunConfig
@@ -165,6 +165,7 @@ def train(run: RunConfig) -> TorchAgent:
     buffer = ReplayBuffer(cfg.n_steps)
     step, day, wall_before, grad = 0, 0, 0.0, 0
     best_eval = float("inf")
+    shuffle_state = np.random.RandomState(run.seed).get_state()  # Tianshou's mini-batch order
     # Gradient steps (mini-batches) of one update: ``repeat`` passes over n_steps transitions.
     per_update = cfg.repeat * -(-cfg.n_steps // cfg.batch_size)
     ckpt = latest_checkpoint(out)
@@ -176,6 +177,7 @@ def train(run: RunConfig) -> TorchAgent:
         step, day, wall_before = state["step"], state["day"], state["wall_s"]
         grad = state["gradient_steps"]
         set_rng_state(np.random.default_rng(), state["rng"])  # restores torch's RNG
+        shuffle_state = state.get("shuffle_rng", shuffle_state)
         buffer = pickle.loads(state["buffer"])
         best_eval = state.get("best_eval", best_eval)
     curve = CurveLog(out / "curve.csv", "ppo", run)
@@ -194,6 +196,7 @@ def train(run: RunConfig) -> TorchAgent:
             "day": day,
             "wall_s": time.perf_counter() - t0,
             "rng": rng_state(np.random.default_rng()),
+            "shuffle_rng": shuffle_state,
             "best_eval": best_eval,
             "buffer": pickle.dumps(buffer),
         }
@@ -241,7 +244,15 @@ def train(run: RunConfig) -> TorchAgent:
             step += 1
             if len(buffer) >= cfg.n_steps:
                 with policy_within_training_step(policy):
-                    algorithm.update(buffer, batch_size=cfg.batch_size, repeat=cfg.repeat)
+                    # Tianshou shuffles the mini-batches with numpy's global generator: run
+                    # it from this training's own saved state, and put the caller's back
+                    outer = np.random.get_state()
+                    np.random.set_state(shuffle_state)
+                    try:
+                        algorithm.update(buffer, batch_size=cfg.batch_size, repeat=cfg.repeat)
+                    finally:
+                        shuffle_state = np.random.get_state()
+                        np.random.set_state(outer)
                 buffer.reset()
                 grad += per_update
                 if bar is not None:
@@ -251,15 +262,10 @@ def train(run: RunConfig) -> TorchAgent:
                 next_eval += cfg.eval_every
             if grad >= run.gradient_steps:
                 break
-        curve.write(
-            gradient_steps=grad,
-            step=step,
-            wall_s=round(time.perf_counter() - t0, 2),
-            train_day_mean_wait=float(np.mean(day_waits)),
-        )
-        if step >= next_ckpt or grad >= run.gradient_steps:
-            save_checkpoint(out, step, payload())
-            next_ckpt = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+        next_ckpt = end_day(curve, out, grad=grad, step=step, wall_s=time.perf_counter() - t0,
+                            day_waits=day_waits, next_ckpt=next_ckpt,
+                            checkpoint_every=cfg.checkpoint_every,
+                            final=grad >= run.gradient_steps, payload=payload)
     if bar is not None:
         bar.close()
     if cfg.keep_best and (out / BEST_NAME).exists():
