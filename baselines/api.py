@@ -99,6 +99,7 @@ METHOD_MODULES: dict[str, str] = {
     "lp": "baselines.static_lp",
     "slack-lp": "baselines.slack_lp",
     "slack-guided": "baselines.slack_guided",
+    "es-guided": "baselines.es_guided",
     "myopic": "baselines.myopic",
     "centre": "baselines.centre",
     "sac": "baselines.sac",

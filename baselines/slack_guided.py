@@ -131,6 +131,8 @@ class PerPassengerLP:
         tie_break: ε.
         guide: The slack LP solution (required when ``mu > 0``).
         margin: Risk-row tightening.
+        prices: Minutes added to every team's cost, (T,) (default none; learned by
+            :mod:`baselines.es_guided`): the LP then minimises π·(w + p + ε s) + μ‖π − π^slack‖₁.
     """
 
     def __init__(
@@ -141,6 +143,7 @@ class PerPassengerLP:
         tie_break: float = 1e-5,
         guide: SlackLPSolution | None = None,
         margin: float = 1e-9,
+        prices: np.ndarray | None = None,
     ) -> None:
         if mu > 0 and guide is None:
             raise ValueError("mu > 0 needs the slack LP solution as guide")
@@ -150,6 +153,11 @@ class PerPassengerLP:
         self._t = t = game.n_teams
         m = game.n_methods
         self._bias = tie_break * capacity_use(game)
+        if prices is not None:
+            prices = np.asarray(prices, dtype=float)
+            if prices.shape != (t,) or not np.isfinite(prices).all():
+                raise ValueError(f"prices must be {t} finite numbers, got {prices!r}")
+            self._bias = self._bias + prices
         self._n_col = 2 * t if self.mu > 0 else t
         self._cols = np.arange(self._n_col, dtype=np.int32)
         self._cost = np.full(self._n_col, self.mu)

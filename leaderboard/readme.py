@@ -56,12 +56,17 @@ def _main_job(root: Path) -> str:
     return f"```\n{out}\n```"
 
 
-def _quick_board(root: Path) -> str:
-    from leaderboard.render import collect_results, suite_tables
+def _board(suite: str) -> Callable[[Path], str]:
+    """The defender tables of ``suite``'s committed results."""
 
-    docs = [d for d in collect_results(root / "results" / "leaderboard")
-            if d["suite"]["name"] == "quick" and d.get("track") != "attacker"]
-    return suite_tables(docs).rstrip()
+    def make(root: Path) -> str:
+        from leaderboard.render import collect_results, suite_tables
+
+        docs = [d for d in collect_results(root / "results" / "leaderboard")
+                if d["suite"]["name"] == suite and d.get("track") != "attacker"]
+        return suite_tables(docs).rstrip()
+
+    return make
 
 
 def _attacker_board(root: Path) -> str:
@@ -168,7 +173,8 @@ def _loops(root: Path) -> str:
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "ids": _ids,
     "main-job": _main_job,
-    "quick-board": _quick_board,
+    "quick-board": _board("quick"),
+    "screening-board": _board("screening"),
     "attacker-board": _attacker_board,
     "nonlearning": _nonlearning,
     "duel": _duel,

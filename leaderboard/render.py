@@ -143,7 +143,7 @@ def _suites(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for doc in docs:
         groups.setdefault(doc["suite"]["name"], []).append(result_row(doc))
-    order = {"quick": 0, "full": 1, "demo": 2, "micro": 3}
+    order = {"quick": 0, "screening": 1, "full": 2, "demo": 3, "micro": 4}
     return {
         name: sorted(rows, key=_rank_key)
         for name, rows in sorted(groups.items(), key=lambda kv: (order.get(kv[0], 9), kv[0]))
@@ -295,7 +295,7 @@ def _attacker_training(doc: dict[str, Any]) -> str:
 
 
 def _suite_order(names: set[str]) -> list[str]:
-    order = {"quick": 0, "full": 1, "demo": 2, "micro": 3}
+    order = {"quick": 0, "screening": 1, "full": 2, "demo": 3, "micro": 4}
     return sorted(names, key=lambda n: (order.get(n, 9), n))
 
 

@@ -150,6 +150,18 @@ SUITES: dict[str, Suite] = {
             train_gradient_steps=10_000,
         ),
         Suite(
+            name="screening",
+            description=(
+                "the default environment alone, where a learned agent must beat slack-guided: "
+                "5 instances x 20 days"
+            ),
+            env_ids=("tsg/Screening-v1",),
+            instance_seeds=tuple(range(5)),
+            arrival_seeds=_days(20),
+            risk_max_states=100,
+            train_gradient_steps=10_000,
+        ),
+        Suite(
             name="full",
             description=(
                 "9 ids (horizons, 5-20 flights, sampled queues, sigma 15-150 min) "
