@@ -55,6 +55,7 @@ from baselines.nonlearning import (
 )
 from baselines.slack_guided import DEFAULT_MU, PerPassengerLP
 from baselines.slack_lp import SlackLPConfig, SlackLPSolution, slack_lp_for_env
+from tsg_envs.rollout import rollout
 from tsg_envs.seeds import VALIDATION_SEED_BASE, training_day_seed
 
 __all__ = ["ESGuidedConfig", "ESGuidedAgent", "day_mean_wait", "train", "load", "METHOD"]
@@ -168,14 +169,7 @@ class ESGuidedAgent:
 
 def day_mean_wait(env: gym.Env, agent: Any, seed: int) -> float:
     """Mean expected wait per passenger (minutes) of ``agent`` over the day ``reset(seed)``."""
-    obs, info = env.reset(seed=int(seed))
-    total, n, done = 0.0, 0, False
-    while not done:
-        obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
-        total += float(info["wait"])
-        n += 1
-        done = terminated or truncated
-    return total / max(n, 1)
+    return rollout(env, agent, int(seed)).mean_wait
 
 
 class _Randn:
