@@ -2,10 +2,11 @@
 
 Subcommands:
 
-* ``evaluate --agent FILE|NAME --suite micro|quick|full [--workers N] --out DIR`` evaluates a
-  submission (a ``.py`` file defining ``make_agent(env)``, or a baseline name, optionally with
-  ``--checkpoint``), writes its result JSON under ``DIR`` and prints its row beside the static
-  LP's. A result never silently replaces a different one (``--force`` to do it on purpose).
+* ``evaluate --agent FILE|NAME --suite micro|demo|quick|screening|full [--workers N] --out DIR``
+  evaluates a submission (a ``.py`` file defining ``make_agent(env)``, or a baseline name,
+  optionally with ``--checkpoint``), writes its result JSON under ``DIR`` and prints its row
+  beside the static LP's. A result never silently replaces a different one (``--force`` to do
+  it on purpose).
   ``evaluate --attacker FILE|NAME ...`` evaluates an attacker (a file defining
   ``make_attacker(env)``, or ``random``, ``dqn``, ``best-response``) against the panel of
   defenders (:mod:`leaderboard.attacker`); its result is ``NAME--SUITE--attacker.json``.
@@ -319,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         "best-response; it plays the panel of defenders (lp, slack-guided, centre, "
         "alpha-ddpg); repeat to evaluate several",
     )
-    ev.add_argument("--suite", default="quick", help="micro, demo, quick or full")
+    ev.add_argument("--suite", default="quick", help="micro, demo, quick, screening or full")
     ev.add_argument("--out", default="runs/leaderboard", help="directory for the result JSON")
     ev.add_argument("--workers", type=int, default=1, help="processes (units in parallel)")
     ev.add_argument(
