@@ -23,6 +23,9 @@ TINY_BUDGET = {
     "ppo": ["--gradient-steps", "2", "--set", "n_steps=128", "--set", "batch_size=64",
             "--set", "repeat=1"],
     "l2-ddpg": ["--gradient-steps", "2", "--set", "warmup_steps=100", "--set", "batch_size=4"],
+    # CMA-ES: no gradient steps; one generation of two candidates on one day.
+    "es-guided": ["--set", "generations=1", "--set", "popsize=2", "--set", "days_per_generation=1",
+                  "--set", "validation_days=0"],
 }
 OFF_POLICY_TINY = ["--gradient-steps", "20", "--set", "warmup_steps=100",
                    "--set", "batch_size=32"]
