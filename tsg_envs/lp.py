@@ -74,7 +74,7 @@ def _tol(best: float) -> float:
 
 
 def _run_stage(h: highspy.Highs, solver: str, what: str) -> tuple[np.ndarray, float]:
-    """Run one stage with ``solver``.
+    """Run one stage with ``solver``; return (x, the objective at its optimal vertex).
 
     An interior-point run that stops short (HiGHS's status "Unknown" at our tight tolerances) is
     rerun by the simplex from where it stopped.
@@ -83,7 +83,11 @@ def _run_stage(h: highspy.Highs, solver: str, what: str) -> tuple[np.ndarray, fl
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal and solver != "simplex":
         h.setOptionValue("solver", "simplex")
-    return highs.run(h, what)
+    x, objective = highs.run(h, what)
+    # The next stage keeps this optimum by a row: take it from the vertex, not from HiGHS's
+    # report (1e-10 apart between solver paths, which the final QP would amplify).
+    exact = highs.vertex_objective(h)
+    return x, objective if exact is None else exact
 
 
 @dataclass(frozen=True)
