@@ -36,7 +36,6 @@ import dataclasses
 import json
 import math
 import pickle
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,7 +52,7 @@ from baselines.nonlearning import (
     read_checkpoint,
     write_checkpoint,
 )
-from baselines.slack_guided import DEFAULT_MU, PerPassengerLP
+from baselines.slack_guided import DEFAULT_MU, PerPassengerLP, SlackGuidedAgent
 from baselines.slack_lp import SlackLPConfig, SlackLPSolution, slack_lp_for_env
 from tsg_envs.rollout import rollout
 from tsg_envs.seeds import VALIDATION_SEED_BASE, training_day_seed
@@ -119,8 +118,11 @@ class ESGuidedConfig:
         self.mu_range = (lo, hi)
 
 
-class ESGuidedAgent:
+class ESGuidedAgent(SlackGuidedAgent):
     """Slack-guided's per-passenger LP at a learned μ and learned team prices.
+
+    It acts as :class:`~baselines.slack_guided.SlackGuidedAgent` does (``act``, ``act_batch``);
+    only its LP's μ and prices differ.
 
     Args:
         env: The environment (its instance, polytopes and observation layout).
@@ -156,15 +158,6 @@ class ESGuidedAgent:
         self.lp = PerPassengerLP(
             u.game, u.polytopes, self.mu, config.tie_break, guide, config.margin, self.prices
         )
-
-    def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
-        """The per-passenger LP's allocation for the waiting passenger."""
-        waits = np.asarray(obs[self._waits], dtype=float)
-        return self.lp.solve(int(info["category"]), waits, float(info["time"]))
-
-    def act_batch(self, obs: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
-        """One LP per row, in a loop (as slack-guided)."""
-        return np.stack([self.act(o, i) for o, i in zip(obs, infos, strict=True)])
 
 
 def day_mean_wait(env: gym.Env, agent: Any, seed: int) -> float:

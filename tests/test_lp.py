@@ -241,3 +241,59 @@ def test_solver_path_is_checked() -> None:
         SolverPath(None, 1)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="SolverPath"):
         solve_window_lp(make_game(), path="simplex")  # type: ignore[arg-type]
+
+
+# The stages' optima, recomputed at the vertex -----------------------------------------------------
+@pytest.mark.parametrize("solver", ["simplex", "ipm"])
+@pytest.mark.parametrize("presolve", ["on", "off"])
+def test_vertex_objective_of_a_small_lp_by_hand(solver, presolve) -> None:
+    # min -x - y s.t. x + 2y <= 4, 3x + y <= 6, x, y >= 0: both rows bind at the optimum, so
+    # x = 8/5, y = 6/5 and the value is -14/5 (by hand).
+    from tsg_envs import highs
+
+    h = highs.model(np.array([-1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 1.0]]),
+                    np.full(2, -np.inf), np.array([4.0, 6.0]), np.zeros(2), np.full(2, np.inf))
+    h.setOptionValue("solver", solver)
+    h.setOptionValue("presolve", presolve)
+    highs.run(h)
+    assert highs.vertex_objective(h) == pytest.approx(-14 / 5, abs=1e-15)
+
+
+def test_vertex_objective_is_the_same_at_every_optimal_vertex() -> None:
+    # max x + 2y s.t. x + 2y <= 0.3 over [0, 1]^2 has a whole edge of optima, (0.3, 0) to
+    # (0, 0.15); whichever vertex a path and a column order end at, the value is -0.3.
+    from tsg_envs import highs
+
+    values = set()
+    for solver in ("simplex", "ipm"):
+        for order in ([0, 1], [1, 0]):
+            h = highs.model(np.array([-1.0, -2.0])[order], np.array([[1.0, 2.0]])[:, order],
+                            np.array([-np.inf]), np.array([0.3]), np.zeros(2), np.ones(2),
+                            solver=solver)
+            highs.run(h)
+            values.add(highs.vertex_objective(h))
+    assert values == {-0.3}
+
+
+def test_vertex_objective_without_a_basis_is_none() -> None:
+    from tsg_envs import highs
+
+    h = highs.model(np.array([1.0]), np.array([[1.0]]), np.array([1.0]), np.array([2.0]),
+                    np.zeros(1), np.full(1, np.inf), solver="ipm")
+    h.setOptionValue("run_crossover", "off")
+    highs.run(h)
+    assert highs.vertex_objective(h) is None
+
+
+def test_lp_policy_is_exactly_the_same_on_every_solver_path_of_a_once_sensitive_game() -> None:
+    # shift-10F instance 9: HiGHS's reported stage optima differed by 1.5e-12 between the simplex
+    # and the default path, and the final QP moved the policy by 5e-7 for it. With the optima
+    # taken at the vertex the paths agree to the QP's own accuracy.
+    from tsg_envs.lp import SolverPath
+
+    game = make_game(GameConfig(), 9)
+    ref = solve_window_lp(game, 60.0)
+    for solver in ("simplex", "ipm"):
+        for presolve in (True, False):
+            sol = solve_window_lp(game, 60.0, path=SolverPath(solver, presolve))
+            np.testing.assert_allclose(sol.policy, ref.policy, atol=1e-9, rtol=0)
