@@ -28,6 +28,7 @@ within a relative 1e-6 of their optima by a row:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ from tsg_envs.game import Game, arrival_window_probabilities
 
 __all__ = [
     "SolverPath",
+    "canonical_order",
     "WindowLPSolution",
     "least_peak_utilisation",
     "min_risk_allocations",
@@ -399,7 +401,73 @@ def solve_window_lp(
     return _CACHE.get_or_make(cache_key, lambda: _solve_window_lp(game, window_minutes, path))
 
 
+def _order(*keys: np.ndarray) -> np.ndarray:
+    """Indices sorting entities by the key columns (first column most significant), stably."""
+    return np.lexsort(tuple(reversed([np.asarray(k, dtype=float) for k in keys])))
+
+
+def canonical_order(game: Game) -> dict[str, np.ndarray]:
+    """An order of the game's resources, teams, methods, levels and flights fixed by their data.
+
+    Each entity is sorted by values that no reordering of the others changes (its own numbers,
+    and the sorted values of its rows), so any reordering of a game has the same canonical order
+    of the same entities. Entities whose keys tie keep their given order.
+
+    Returns:
+        ``{"resources", "teams", "methods", "levels", "flights"}``: for each, the original index
+        of the entity at each canonical position.
+    """
+    members = game.team_members.astype(float)
+    methods = _order(*np.sort(game.team_efficacy, axis=0),
+                     *np.sort(game.attack_loss, axis=0), *np.sort(game.resource_efficacy, axis=0))
+    resources = _order(game.rates, *np.sort(game.resource_efficacy, axis=1).T,
+                       members.sum(axis=0))
+    rate_rows = np.sort(np.where(game.team_members, game.rates[None, :], -1.0), axis=1)
+    teams = _order(*np.sort(game.team_efficacy, axis=1).T, members.sum(axis=1), *rate_rows.T)
+    levels = _order(game.attacker_prior, game.risk_mix)
+    flights = _order(game.departures, game.flight_sizes, *np.sort(game.attack_loss, axis=1).T)
+    return {"resources": resources, "teams": teams, "methods": methods, "levels": levels,
+            "flights": flights}
+
+
+def _reordered(game: Game, order: dict[str, np.ndarray]) -> Game:
+    """The same game with its entities listed in ``order`` (see :func:`canonical_order`)."""
+    r, t, m = order["resources"], order["teams"], order["methods"]
+    lv, f = order["levels"], order["flights"]
+    return dataclasses.replace(
+        game, key=None, rates=game.rates[r], team_members=game.team_members[t][:, r],
+        resource_efficacy=game.resource_efficacy[r][:, m],
+        team_efficacy=game.team_efficacy[t][:, m], attacker_prior=game.attacker_prior[lv],
+        risk_mix=game.risk_mix[lv], attack_loss=game.attack_loss[f][:, m],
+        departures=game.departures[f], flight_sizes=game.flight_sizes[f],
+    )
+
+
 def _solve_window_lp(
+    game: Game, window_minutes: float | None, path: SolverPath
+) -> WindowLPSolution:
+    # Solve the game listed in its canonical order and map the solution back, so that a
+    # reordered game gets exactly the reordered policy (the solvers' roundoff depends on the
+    # order of rows and columns, and the last stage can amplify it past 1e-7).
+    order = canonical_order(game)
+    sol = _solve_in_order(_reordered(game, order), window_minutes, path)
+    lv, f, t = order["levels"], order["flights"], order["teams"]
+    cat = (lv[:, None] * game.n_flights + f[None, :]).reshape(-1)  # canonical c -> original c
+    policy = np.empty_like(sol.policy)
+    policy[:, cat[:, None], t[None, :]] = sol.policy
+    counts = np.empty_like(sol.expected_counts)
+    counts[:, cat] = sol.expected_counts
+    utility = np.empty_like(sol.utility)
+    utility[:, lv] = sol.utility
+    psi = np.empty_like(sol.psi)
+    psi[lv] = sol.psi
+    return WindowLPSolution(
+        psi=psi, policy=policy, window_edges=sol.window_edges.copy(), stretch=sol.stretch.copy(),
+        expected_counts=counts, utility=utility, window_minutes=window_minutes,
+    )
+
+
+def _solve_in_order(
     game: Game, window_minutes: float | None, path: SolverPath
 ) -> WindowLPSolution:
     edges = window_edges(game, window_minutes)
