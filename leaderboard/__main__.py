@@ -185,9 +185,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from leaderboard.verify import verify
 
     limits = Limits(call_s=args.call_timeout, unit_s=args.unit_timeout)
+    if not 0.0 <= args.rtol < float("inf"):
+        print(f"error: --rtol must be a finite number >= 0, got {args.rtol}", file=sys.stderr)
+        return 2
     code = 0
     for path in args.results:
-        v = verify(path, limits=limits, workers=args.workers, progress=not args.no_progress)
+        v = verify(path, limits=limits, workers=args.workers, progress=not args.no_progress,
+                   rtol=args.rtol)
         print(f"{'verified' if v.ok else 'NOT VERIFIED'}: {v.path}: {v.message}")
         code = code if v.ok else 1
     return code
@@ -370,6 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     vf.add_argument("--workers", type=int, default=1, help="parallel unit processes")
     vf.add_argument("--call-timeout", type=float, default=Limits.call_s, metavar="S")
     vf.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S")
+    from leaderboard.verify import DEFAULT_RTOL
+
+    vf.add_argument("--rtol", type=float, default=DEFAULT_RTOL, metavar="R",
+                    help="largest relative difference of any per-episode number that still "
+                    f"reproduces (default {DEFAULT_RTOL:g}; 0: bit for bit only)")
     vf.add_argument("--no-progress", action="store_true", help="no progress bar")
     vf.set_defaults(func=_cmd_verify)
 

@@ -7,8 +7,13 @@ sha256, or the baseline name, budget and checkpoint), package and code versions 
 submission's process was isolated. :func:`verify` checks that the suite and the submission are
 still the same, evaluates again (sealed, as the evaluator always does) and compares the digest
 of the per-episode records (:func:`units_digest`: every unit's episodes, risk and status; the
-bootstrap intervals are left out, since they depend on ``--reps``). A match writes a sidecar
-``RESULT.verified`` holding the sha256 of the result file's bytes; :func:`is_verified` (used by
+bootstrap intervals are left out, since they depend on ``--reps``). Records that differ only in
+roundoff (every number within a relative ``rtol``, 1e-6 by default, of the file's, every count,
+status and name equal) are reproduced too, and the verdict says how far apart they were: a
+change of numpy, of the CPU's vector instructions or of the LP's solver path moves the last bits
+of a wait without changing any simulated event. A match writes a sidecar
+``RESULT.verified`` holding the sha256 of the result file's bytes (and whether the match was
+bit for bit); :func:`is_verified` (used by
 ``render``) accepts a row only while that sidecar matches the file, so an edited or replaced
 result never passes as verified.
 """
@@ -22,12 +27,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from leaderboard.schema import SchemaError, load_result
 from leaderboard.sealed import Limits, isolation
 from leaderboard.submission import SubmissionError, SubmissionSpec, describe_submission
 from leaderboard.suites import get_suite
 
-__all__ = ["Verification", "is_verified", "sidecar_path", "units_digest", "verify"]
+__all__ = [
+    "DEFAULT_RTOL",
+    "Verification",
+    "is_verified",
+    "records_difference",
+    "sidecar_path",
+    "units_digest",
+    "verify",
+]
+
+#: Largest relative difference of any number in the per-episode records that still reproduces.
+DEFAULT_RTOL = 1e-6
+#: Numbers this small (a violation of 2e-16, say) are compared absolutely.
+_ATOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,32 @@ def units_digest(doc: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def records_difference(want: Any, got: Any) -> float | None:
+    """The largest relative difference between two records' numbers, or None if they differ else.
+
+    Two records match when they have the same structure (keys, lengths), the same strings,
+    booleans, integers and None, and finite floats at the same places; the value is the largest
+    ``|a - b| / max(|a|, |b|)`` over floats that differ by more than 1e-12 (0.0 when none does).
+    """
+    if isinstance(want, dict) and isinstance(got, dict):
+        if want.keys() != got.keys():
+            return None
+        parts = [records_difference(want[k], got[k]) for k in want]
+    elif isinstance(want, list) and isinstance(got, list):
+        if len(want) != len(got):
+            return None
+        parts = [records_difference(a, b) for a, b in zip(want, got, strict=True)]
+    elif isinstance(want, float) and isinstance(got, float):
+        if want == got:
+            return 0.0
+        if abs(want - got) <= _ATOL:
+            return 0.0
+        return abs(want - got) / max(abs(want), abs(got))
+    else:
+        return 0.0 if type(want) is type(got) and want == got else None
+    return None if any(p is None for p in parts) else max(parts, default=0.0)
+
+
 def sidecar_path(result: str | Path) -> Path:
     """Where the verification of ``result`` is recorded (``RESULT.verified``)."""
     result = Path(result)
@@ -74,10 +120,21 @@ def is_verified(result: str | Path) -> bool:
 
 
 def verify(result: str | Path, limits: Limits | None = None, workers: int = 1,
-           progress: bool = False) -> Verification:
-    """Evaluate ``result``'s submission again; see the module docstring."""
+           progress: bool = False, rtol: float = DEFAULT_RTOL) -> Verification:
+    """Evaluate ``result``'s submission again; see the module docstring.
+
+    Args:
+        result: The result file.
+        limits: The sealed evaluation's limits (default :class:`Limits`).
+        workers: Parallel unit processes.
+        progress: Show a progress bar.
+        rtol: The largest relative difference of a number that still reproduces (0: bit for
+            bit only).
+    """
     from leaderboard.evaluate import evaluate_submission
 
+    if not 0.0 <= rtol < np.inf:
+        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
     path = Path(result)
     try:
         doc = load_result(path)
@@ -119,18 +176,32 @@ def verify(result: str | Path, limits: Limits | None = None, workers: int = 1,
         again = evaluate_submission(spec, suite, workers=workers, progress=progress, reps=50,
                                     limits=limits)
     want, got = units_digest(doc), units_digest(again)
-    if want != got:
+    diff = 0.0 if want == got else records_difference(
+        {"suite": doc["suite"]["hash"], "units": doc["units"]},
+        {"suite": again["suite"]["hash"], "units": again["units"]})
+    if diff is None or diff > rtol:
         first = next((f"{a['env_id']} instance {a['instance_seed']}"
-                      for a, b in zip(doc["units"], again["units"], strict=False) if a != b),
+                      for a, b in zip(doc["units"], again["units"], strict=False)
+                      if (records_difference(a, b) or np.inf) > rtol),
                      "the unit list")
+        how = ("" if diff is None else f", numbers up to {diff:.1e} apart (relative; "
+               f"--rtol {rtol:g})")
         return Verification(path, False, f"not reproduced: the per-episode records differ "
-                            f"(first at {first}; digest {got[:12]} now, {want[:12]} in the file)")
+                            f"(first at {first}{how}; digest {got[:12]} now, {want[:12]} in "
+                            "the file)")
     record = {
         "result_sha256": _file_sha(path),
         "units_digest": got,
+        "bit_for_bit": want == got,
+        "max_relative_difference": diff,
         "verified_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "isolation": isolation(limits),
         "provenance": again["provenance"],
     }
     sidecar_path(path).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    return Verification(path, True, f"reproduced: {len(doc['units'])} units, digest {got[:12]}")
+    if want == got:
+        return Verification(path, True,
+                            f"reproduced: {len(doc['units'])} units, digest {got[:12]}")
+    return Verification(path, True, f"reproduced: {len(doc['units'])} units, every number within "
+                        f"{diff:.1e} (relative) of the file's, not bit for bit (digest "
+                        f"{got[:12]} now, {want[:12]} in the file)")

@@ -9,6 +9,8 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tsg_envs  # noqa: F401
 from leaderboard.__main__ import main
@@ -415,6 +417,20 @@ def test_verify_passes_on_a_fresh_result_and_fails_on_an_edited_one(
     assert is_verified(path) and sidecar_path(path).exists()
     (doc,) = collect_results(tmp_path)
     assert result_row(doc)["verified"] == "yes"
+    # Roundoff (one wait moved by 1e-9, relative) reproduces, and the verdict says it is not bit
+    # for bit; with --rtol 0 it does not reproduce.
+    honest = path.read_text()
+    nudged = json.loads(honest)
+    nudged["units"][0]["episodes"][0]["mean_wait"] *= 1 + 1e-9
+    nudged["metrics_digest"] = metrics_digest(nudged)
+    path.write_text(json.dumps(nudged))
+    assert main(["verify", str(path), "--rtol", "0", "--no-progress"]) == 1
+    assert "up to 1.0e-09 apart" in capsys.readouterr().out
+    assert main(["verify", str(path), "--no-progress"]) == 0
+    assert "not bit for bit" in capsys.readouterr().out and is_verified(path)
+    assert json.loads(sidecar_path(path).read_text())["bit_for_bit"] is False
+    assert main(["verify", str(path), "--rtol", "-1", "--no-progress"]) == 2
+    path.write_text(honest)
     # A forged result (an episode edited, its digest recomputed) loads but is not reproduced,
     # and its old verification no longer counts.
     forged = json.loads(path.read_text())
@@ -503,3 +519,37 @@ def test_bad_train_seeds_are_refused(tmp_path: Path, capsys) -> None:
     doc = evaluate_submission(SubmissionSpec(path, train_seeds=(0, 1)), TINY, progress=False,
                               reps=REPS)
     assert doc["status"] == "failed" and "baseline names only" in doc["error"]
+
+
+def test_records_difference_by_hand() -> None:
+    from leaderboard.verify import records_difference
+
+    a = {"units": [{"status": "ok", "n": 3, "w": [2.0, 4.0, 1e-16], "e": None}]}
+    b = {"units": [{"status": "ok", "n": 3, "w": [2.0, 4.0 * (1 + 1e-8), 3e-16], "e": None}]}
+    assert records_difference(a, a) == 0.0
+    # |4 - 4(1 + 1e-8)| / (4(1 + 1e-8)) = 1e-8 / (1 + 1e-8); the 1e-16 vs 3e-16 pair is absolute.
+    assert records_difference(a, b) == pytest.approx(1e-8 / (1 + 1e-8), rel=1e-6)
+    for other in ({"units": [{"status": "failed", "n": 3, "w": [2.0, 4.0, 1e-16], "e": None}]},
+                  {"units": [{"status": "ok", "n": 4, "w": [2.0, 4.0, 1e-16], "e": None}]},
+                  {"units": [{"status": "ok", "n": 3, "w": [2.0, 4.0], "e": None}]},
+                  {"units": [{"status": "ok", "n": 3, "w": [2.0, 4.0, 1e-16], "e": 0.0}]},
+                  {"units": [{"status": "ok", "n": 3.0, "w": [2.0, 4.0, 1e-16], "e": None}]},
+                  {"units": [{"status": "ok", "n": 3, "w": [2.0, 4.0, 1e-16]}]}):
+        assert records_difference(a, other) is None
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner,
+                                                                   max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON, _JSON)
+def test_records_difference_is_zero_on_itself_and_symmetric(a, b) -> None:
+    from leaderboard.verify import records_difference
+
+    assert records_difference(a, a) == 0.0
+    assert records_difference(a, b) == records_difference(b, a)
