@@ -168,9 +168,12 @@ def test_lp_submission_has_ratio_one(tmp_path: Path) -> None:
     doc = evaluate_submission(SubmissionSpec("lp"), TINY, progress=False, reps=REPS)
     assert doc["status"] == "ok" and doc["track"] == "hard"
     assert doc["submission"]["kind"] == "baseline"
+    # The same actions on the same days; the sealed agent plays one day per batch and the
+    # reference all days in one, and the expected-queue products of a batch of 1 and of 2 (BLAS
+    # gemv and gemm) may round the last bit of a wait differently.
     for ep in doc["units"][0]["episodes"]:
-        assert ep["ratio_vs_lp"] == 1.0
-    assert doc["aggregate"]["ratio_vs_lp"]["iqm"] == 1.0
+        assert ep["ratio_vs_lp"] == pytest.approx(1.0, rel=1e-14)
+    assert doc["aggregate"]["ratio_vs_lp"]["iqm"] == pytest.approx(1.0, rel=1e-14)
 
 
 def test_deterministic_across_workers_and_never_overwrites(
