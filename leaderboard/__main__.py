@@ -224,6 +224,19 @@ def _cmd_paper(args: argparse.Namespace) -> int:
         cfg = cfg.replace(days=args.days)
     if args.figures:
         cfg = cfg.replace(figures=tuple(args.figures))
+    if args.render_only:
+        cfg = cfg.replace(figures=())
+    if args.flights:
+        import gymnasium as gym
+
+        import tsg_envs  # noqa: F401 - registers the ids
+
+        missing = [k for k in args.flights if f"tsg/Screening-Window-{k}F-v1" not in gym.registry]
+        if missing or len(set(args.flights)) != len(args.flights):
+            print(f"error: --flights takes distinct flight counts of registered window ids "
+                  f"(tsg/Screening-Window-<N>F-v1); not registered: {missing}", file=sys.stderr)
+            return 2
+        cfg = cfg.replace(flights=tuple(sorted(args.flights)))
     if args.train_adaptive:
         steps = args.gradient_steps or (200 if args.quick else 10_000)
         cfg = cfg.replace(adaptive_gradient_steps=steps)
@@ -416,6 +429,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="compute the missing units of these experiments only (default: all); "
                     "the others reuse their cached units, and every figure is redrawn "
                     "(figure 3 reads experiment 1's trainings)")
+    pp.add_argument("--flights", nargs="+", type=int, default=None, metavar="N",
+                    help="override: experiment 1's flight counts (default 5 10 20 50 100 300)")
+    pp.add_argument("--render-only", action="store_true",
+                    help="compute no unit: redraw every figure and the summary from the cached "
+                    "units (a point shows the instances it has; the CSVs count them)")
     pp.add_argument("--no-progress", action="store_true", help="no progress bar")
     pp.set_defaults(func=_cmd_paper)
 

@@ -122,7 +122,7 @@ class PaperConfig:
     instances: tuple[int, ...] = tuple(range(30))
     other_instances: int | None = 10
     days: int = 100
-    flights: tuple[int, ...] = (5, 10, 20, 50, 100)
+    flights: tuple[int, ...] = (5, 10, 20, 50, 100, 300)
     risk_scales: tuple[float, ...] = (1.01, 1.05, 1.1, 1.25, 1.5, 2.0)
     risk_flights: int = 10
     sigmas: tuple[float, ...] = (7.5, 15.0, 30.0, 45.0, 60.0, 90.0, 150.0)

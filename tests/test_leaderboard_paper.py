@@ -263,3 +263,26 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
     assert (f"5F: {float(ours['mean']):.2f} [{float(ours['mean_low']):.2f}, "
             f"{float(ours['mean_high']):.2f}]") in claim
     assert "stand-in" not in fig1["slack-lp"]["label"] + summary  # α-DDPG itself is there
+
+
+def test_render_only_and_flights_options(local_run: Path, tmp_path: Path, monkeypatch,
+                                         capsys) -> None:
+    import leaderboard.paper as paper
+
+    out = _copy(local_run, tmp_path / "render")
+
+    def boom(args):
+        raise AssertionError("--render-only computed a unit")
+
+    monkeypatch.setattr(paper, "paper_unit", boom)
+    monkeypatch.setattr(paper.PaperConfig, "quick_config",
+                        classmethod(lambda cls: TINY_PAPER))
+    # Experiment 1 at 5 and 10 flights: only 5 is cached, so 10 is drawn from no instance.
+    assert main(["paper", "--quick", "--render-only", "--flights", "10", "5", "--out", str(out),
+                 "--no-progress"]) == 0
+    rows = read(out / "fig1_ratio_vs_flights.csv")
+    assert {r["x"] for r in rows} == {"5"} and {r["n_instances"] for r in rows} == {"1"}
+    assert main(["paper", "--quick", "--flights", "7", "--out", str(out), "--no-progress"]) == 2
+    assert "not registered: [7]" in capsys.readouterr().err
+    assert main(["paper", "--quick", "--flights", "5", "5", "--out", str(out),
+                 "--no-progress"]) == 2
