@@ -389,12 +389,16 @@ def _collect(units: list[dict[str, Any]]) -> _Collector:
 
 
 def _summarise(cfg: PaperConfig, col: _Collector, value: str) -> list[dict[str, Any]]:
-    """Per (x, agent): mean / IQM / 95% CI of ``value`` over (days, instances)."""
+    """Per (x, agent): mean / IQM / 95% CI of ``value`` over (days, instances).
+
+    Each point uses the instances it has (a run in chunks can leave one point with fewer);
+    ``n_instances`` counts them.
+    """
     out = []
     keys = sorted({(r["x"], r["agent"]) for r in col.rows})
-    instances = sorted({r["instance_seed"] for r in col.rows})
     for x, agent in keys:
         sel = [r for r in col.rows if r["x"] == x and r["agent"] == agent]
+        instances = sorted({r["instance_seed"] for r in sel})
         m = np.full((cfg.days, len(instances)), np.nan)
         for r in sel:
             m[r["arrival_seed"] - EVAL_SEED_BASE, instances.index(r["instance_seed"])] = r[
@@ -1000,12 +1004,35 @@ def _n(k: int, noun: str) -> str:
     return f"{k} {noun}" + ("" if k == 1 else "s")
 
 
+def _instance_counts(summary: list[dict[str, Any]], unit: str, asked: int) -> str:
+    """How many instances the points of one experiment have, for the summary's protocol line.
+
+    E.g. "5 instances", or "5 instances at 5, 10 and 20 flights, 1 at 300 flights".
+    """
+    per_x: dict[float, int] = {}
+    for r in summary:
+        per_x[r["x"]] = max(per_x.get(r["x"], 0), int(r["n_instances"]))
+    counts = sorted(set(per_x.values()), reverse=True)
+    if not counts:
+        return f"no instance yet ({asked} asked)"
+    if len(counts) == 1:
+        return _n(counts[0], "instance")
+    parts = []
+    for n in counts:
+        xs = [f"{x:g}" for x in sorted(x for x, k in per_x.items() if k == n)]
+        where = xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+        parts.append(f"{_n(n, 'instance') if not parts else n} at {where} {unit}")
+    return ", ".join(parts)
+
+
 def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: float,
                    unit_s: float = 0.0) -> Path:
+    fig1 = _instance_counts([r for r in results["fig1"]["summary"] if r["agent"] == "lp"]
+                            or results["fig1"]["summary"], "flights", len(cfg.instances))
     lines = [
         "# The paper's experiments, rerun",
         "",
-        f"Protocol: {_n(len(cfg.instances), 'instance')} (experiment 1; "
+        f"Protocol: {fig1} (experiment 1; "
         f"{len(_instances(cfg, 'fig2'))} for experiments 2 and 4) x {cfg.days} days per point"
         f"{QUICK_NOTE if cfg.quick else ''}. Its units took {unit_s / 3600:.2f} hours of one "
         "process (set-up, training and rollouts, summed over the units, whenever each was "

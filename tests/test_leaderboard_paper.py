@@ -286,3 +286,33 @@ def test_render_only_and_flights_options(local_run: Path, tmp_path: Path, monkey
     assert "not registered: [7]" in capsys.readouterr().err
     assert main(["paper", "--quick", "--flights", "5", "5", "--out", str(out),
                  "--no-progress"]) == 2
+
+
+def test_a_point_with_more_instances_keeps_the_others(local_run: Path, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    # A run in chunks: experiment 1 at 5 flights has instances 0 and 1, at 10 flights only 0.
+    # Both points are drawn, each from the instances it has, and the summary says so.
+    import json
+
+    import leaderboard.paper as paper
+
+    out = _copy(local_run, tmp_path / "chunks")
+    cfg = TINY_PAPER.replace(instances=(0, 1), other_instances=1, flights=(5, 10), figures=())
+    five, ten = paper._settings(cfg)["fig1"]
+    base = (out / "units/fig1/window-5F/i0.json").read_text()
+    for setting, inst in ((five, 1), (ten, 0)):
+        unit = json.loads(base)
+        unit["instance_seed"], unit["slug"] = inst, setting.slug
+        unit["key"] = paper.unit_key(cfg, setting, inst)
+        for row in unit["rows"]:
+            row["instance_seed"], row["x"] = inst, setting.x
+        path = paper.unit_path(out, "fig1", setting, inst)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(unit))
+    monkeypatch.setattr(paper, "paper_unit", lambda args: pytest.fail("computed a unit"))
+    run_paper(cfg, out, progress=False)
+    got = {(r["x"], r["n_instances"]) for r in read(out / "fig1_ratio_vs_flights.csv")}
+    assert got == {("5", "2"), ("10", "1")}
+    assert {r["n_instances"] for r in read(out / "fig4_ratio_vs_sigma.csv")} == {"1"}
+    assert ("Protocol: 2 instances at 5 flights, 1 at 10 flights (experiment 1; 1 for"
+            in (out / "summary.md").read_text())
