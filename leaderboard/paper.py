@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import importlib
 import math
 import re
@@ -888,8 +889,13 @@ def _full_protocol_estimate(cfg: PaperConfig, results: dict[str, dict]) -> list[
     return lines
 
 
+@functools.cache
 def _passengers(n_flights: int, sigma: float | None) -> int:
-    """Passengers of instance 0 of a setting (the game only: no polytopes, no LP)."""
+    """Passengers of instance 0 of a setting (the game only: no polytopes).
+
+    Cached: drawing a single-window game runs its calibration's LPs (about 20 s at 300
+    flights), and every summary asks for the same settings.
+    """
     from tsg_envs.game import GameConfig
     from tsg_envs.instances import make_game
     from tsg_envs.registration import PRESETS
