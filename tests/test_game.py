@@ -8,6 +8,8 @@ import itertools
 import numpy as np
 import pytest
 from conftest import tiny_game
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tsg_envs import GameConfig, ScreeningDay, make_game, sample_arrivals, team_waits
 from tsg_envs.game import (
@@ -260,3 +262,46 @@ def test_window_binding_gives_up_with_a_clear_error(monkeypatch) -> None:
     monkeypatch.setattr(calibration, "MAX_WINDOW_DRAWS", 2)
     with pytest.raises(ValueError, match="window_tightness=None"):
         make_game(GameConfig(horizon="window", n_flights=5), seed=0)
+
+
+def test_reordered_by_hand() -> None:
+    # Swap the two resources, the two teams and the two flights of the tiny game, keep levels.
+    game = tiny_game()
+    swap = [1, 0]
+    r = game.reordered(resources=swap, teams=swap, flights=swap)
+    np.testing.assert_array_equal(r.rates, [0.25, 0.5])
+    # Team 0 was {resource 0}, team 1 {0, 1}; after both swaps new team 0 = old team 1 = both
+    # resources, new team 1 = old team 0 = old resource 0, which is new resource 1.
+    np.testing.assert_array_equal(r.team_members, [[True, True], [False, True]])
+    np.testing.assert_array_equal(r.team_efficacy, [[0.75], [0.5]])
+    np.testing.assert_array_equal(r.attack_loss, [[4.0], [2.0]])
+    np.testing.assert_array_equal(r.flight_sizes, [1, 2])
+    np.testing.assert_array_equal(r.attacker_prior, game.attacker_prior)
+    # Category c = θ·2 + κ of the new game is θ·2 + (1 - κ) of the old one.
+    np.testing.assert_array_equal(r.expected_category_counts(),
+                                  game.expected_category_counts()[[1, 0, 3, 2]])
+    assert r.key is None and r.n_passengers == game.n_passengers
+    # No order given: the same arrays.
+    same = game.reordered()
+    for name in ("rates", "team_members", "attack_loss", "departures"):
+        np.testing.assert_array_equal(getattr(same, name), getattr(game, name))
+
+
+@pytest.mark.parametrize("bad", [[0, 0], [0], [0, 2], [0.0, 1.0], [True, False], [[0, 1]]])
+def test_reordered_rejects_what_is_not_a_permutation(bad) -> None:
+    with pytest.raises(ValueError, match="teams must be a permutation of 0..1"):
+        tiny_game().reordered(teams=bad)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_reordered_then_inverse_is_the_game(seed: int) -> None:
+    game = make_game(GameConfig(n_flights=4), 3)
+    rng = np.random.default_rng(seed)
+    order = {name: rng.permutation(n) for name, n in (
+        ("resources", game.n_resources), ("teams", game.n_teams), ("methods", game.n_methods),
+        ("levels", game.n_risk_levels), ("flights", game.n_flights))}
+    back = game.reordered(**order).reordered(**{k: np.argsort(p) for k, p in order.items()})
+    for name in ("rates", "team_members", "resource_efficacy", "team_efficacy",
+                 "attacker_prior", "risk_mix", "attack_loss", "departures", "flight_sizes"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(game, name))

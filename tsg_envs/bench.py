@@ -605,14 +605,7 @@ def lp_agreement(seeds: range | tuple[int, ...] = range(20)) -> list[LPAgreement
             tp, rp, fp = (rng.permutation(n)
                           for n in (game.n_teams, game.n_resources, game.n_flights))
             lv, mp = rng.permutation(game.n_risk_levels), rng.permutation(game.n_methods)
-            perm = dataclasses.replace(
-                game, key=None, rates=game.rates[rp], team_members=game.team_members[tp][:, rp],
-                resource_efficacy=game.resource_efficacy[rp][:, mp],
-                team_efficacy=game.team_efficacy[tp][:, mp],
-                attacker_prior=game.attacker_prior[lv], risk_mix=game.risk_mix[lv],
-                attack_loss=game.attack_loss[fp][:, mp], departures=game.departures[fp],
-                flight_sizes=game.flight_sizes[fp],
-            )
+            perm = game.reordered(resources=rp, teams=tp, methods=mp, levels=lv, flights=fp)
             psol = solve_window_lp(perm, minutes)
             old = (lv[:, None] * game.n_flights + fp[None, :]).reshape(-1)
             rows.append(LPAgreement(

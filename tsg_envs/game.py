@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -428,6 +429,46 @@ class Game:
     def expected_category_counts(self) -> np.ndarray:
         """Expected passengers of each category over the day, n_κ q_θ, shape (C,)."""
         return np.outer(self.risk_mix, self.flight_sizes).reshape(-1)
+
+    def reordered(
+        self,
+        resources: Sequence[int] | np.ndarray | None = None,
+        teams: Sequence[int] | np.ndarray | None = None,
+        methods: Sequence[int] | np.ndarray | None = None,
+        levels: Sequence[int] | np.ndarray | None = None,
+        flights: Sequence[int] | np.ndarray | None = None,
+    ) -> Game:
+        """The same game with its entities listed in another order.
+
+        Entry ``i`` of the new game is entry ``order[i]`` of this one (numpy's fancy-indexing
+        convention), for every array indexed by that entity; ``None`` keeps an entity's order.
+        Category ``c = θ·|K| + κ`` of the new game is category ``levels[θ]·|K| + flights[κ]``
+        of this one. The result has no cache key: it is a new game to the solvers' caches.
+
+        Raises:
+            ValueError: An order is not a permutation of its entity's indices.
+        """
+        sizes = {"resources": self.n_resources, "teams": self.n_teams,
+                 "methods": self.n_methods, "levels": self.n_risk_levels,
+                 "flights": self.n_flights}
+        given = {"resources": resources, "teams": teams, "methods": methods,
+                 "levels": levels, "flights": flights}
+        order = {}
+        for name, n in sizes.items():
+            p = np.arange(n) if given[name] is None else np.asarray(given[name])
+            if p.shape != (n,) or p.dtype.kind not in "iu" or not np.array_equal(np.sort(p),
+                                                                              np.arange(n)):
+                raise ValueError(f"{name} must be a permutation of 0..{n - 1}, got {given[name]!r}")
+            order[name] = p
+        r, t, m = order["resources"], order["teams"], order["methods"]
+        lv, f = order["levels"], order["flights"]
+        return dataclasses.replace(
+            self, key=None, rates=self.rates[r], team_members=self.team_members[t][:, r],
+            resource_efficacy=self.resource_efficacy[r][:, m],
+            team_efficacy=self.team_efficacy[t][:, m], attacker_prior=self.attacker_prior[lv],
+            risk_mix=self.risk_mix[lv], attack_loss=self.attack_loss[f][:, m],
+            departures=self.departures[f], flight_sizes=self.flight_sizes[f],
+        )
 
 
 def _truncation(game_or_cfg: Game | GameConfig) -> tuple[float, float, float, float]:

@@ -28,7 +28,6 @@ within a relative 1e-6 of their optima by a row:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -430,19 +429,6 @@ def canonical_order(game: Game) -> dict[str, np.ndarray]:
             "flights": flights}
 
 
-def _reordered(game: Game, order: dict[str, np.ndarray]) -> Game:
-    """The same game with its entities listed in ``order`` (see :func:`canonical_order`)."""
-    r, t, m = order["resources"], order["teams"], order["methods"]
-    lv, f = order["levels"], order["flights"]
-    return dataclasses.replace(
-        game, key=None, rates=game.rates[r], team_members=game.team_members[t][:, r],
-        resource_efficacy=game.resource_efficacy[r][:, m],
-        team_efficacy=game.team_efficacy[t][:, m], attacker_prior=game.attacker_prior[lv],
-        risk_mix=game.risk_mix[lv], attack_loss=game.attack_loss[f][:, m],
-        departures=game.departures[f], flight_sizes=game.flight_sizes[f],
-    )
-
-
 def _solve_window_lp(
     game: Game, window_minutes: float | None, path: SolverPath
 ) -> WindowLPSolution:
@@ -450,7 +436,7 @@ def _solve_window_lp(
     # reordered game gets exactly the reordered policy (the solvers' roundoff depends on the
     # order of rows and columns, and the last stage can amplify it past 1e-7).
     order = canonical_order(game)
-    sol = _solve_in_order(_reordered(game, order), window_minutes, path)
+    sol = _solve_in_order(game.reordered(**order), window_minutes, path)
     lv, f, t = order["levels"], order["flights"], order["teams"]
     cat = (lv[:, None] * game.n_flights + f[None, :]).reshape(-1)  # canonical c -> original c
     policy = np.empty_like(sol.policy)
