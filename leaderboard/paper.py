@@ -2,7 +2,8 @@
 
 ``python -m leaderboard paper [--quick] --out DIR`` writes, for each experiment, a figure
 (``figN_*.png``), its summary (``figN_*.csv``: one row per x value and agent, with means, IQMs
-and 95% stratified-bootstrap intervals from rliable) and its per-episode data
+and 95% bootstrap intervals from rliable: ``*_low``/``*_high`` resample the days of each
+instance, ``mean_low_instances``/``mean_high_instances`` the instances too) and its per-episode data
 (``figN_*_episodes.csv``), plus ``summary.md`` (our numbers beside the paper's, and the
 runtime of the full protocol, measured and extrapolated).
 
@@ -408,6 +409,9 @@ def _summarise(cfg: PaperConfig, col: _Collector, value: str) -> list[dict[str, 
         if not np.all(np.isfinite(m)):
             continue
         iv = iqm_interval(m)
+        # Resampling the instances too: what a new draw of instances would give (the paper's
+        # claims are about the family, not these instances). Needs two instances or more.
+        tasks = iqm_interval(m, task_bootstrap=True) if len(instances) > 1 else None
         out.append(
             {
                 "x": x,
@@ -415,6 +419,8 @@ def _summarise(cfg: PaperConfig, col: _Collector, value: str) -> list[dict[str, 
                 "label": _label(cfg, agent),
                 "metric": value,
                 **iv,
+                "mean_low_instances": None if tasks is None else tasks["mean_low"],
+                "mean_high_instances": None if tasks is None else tasks["mean_high"],
                 "best_instance": float(m.mean(axis=0).max()),
                 "n_instances": len(instances),
                 "n_days": cfg.days,
@@ -455,8 +461,12 @@ def _plot_lines(
             continue
         xs = [r["x"] for r in pts]
         ys = [r[key] for r in pts]
-        lo = [r[key] - r[f"{key}_low"] for r in pts]
-        hi = [r[f"{key}_high"] - r[key] for r in pts]
+        # The interval over instances and days where the point has several instances.
+        bounds = [(r[f"{key}_low_instances"], r[f"{key}_high_instances"])
+                  if r.get(f"{key}_low_instances") is not None
+                  else (r[f"{key}_low"], r[f"{key}_high"]) for r in pts]
+        lo = [r[key] - b[0] for r, b in zip(pts, bounds, strict=True)]
+        hi = [b[1] - r[key] for r, b in zip(pts, bounds, strict=True)]
         ax.errorbar(
             xs,
             ys,
@@ -478,10 +488,19 @@ def _protocol_note(cfg: PaperConfig, col: _Collector) -> str:
     missing = "; ".join(f"{k}: {v}" for k, v in col.missing.items())
     n_inst = len({r["instance_seed"] for r in col.rows}) or len(cfg.instances)
     note = (
-        f"{n_inst} instances x {cfg.days} days"
-        f"{' (--quick)' if cfg.quick else ''}; mean with 95% stratified-bootstrap CI"
+        f"{'up to ' if _uneven(col) else ''}{n_inst} instances x {cfg.days} days"
+        f"{' (--quick)' if cfg.quick else ''}; mean, 95% bootstrap CI over instances and days"
+        " (days only at a point with one instance)"
     )
     return note + (f"\nmissing: {missing}" if missing else "")
+
+
+def _uneven(col: _Collector) -> bool:
+    """Whether the points of one experiment have different numbers of instances."""
+    per_x: dict[float, set[int]] = {}
+    for r in col.rows:
+        per_x.setdefault(r["x"], set()).add(r["instance_seed"])
+    return len({len(v) for v in per_x.values()}) > 1
 
 
 def _figure(title: str) -> tuple[Any, Any]:
@@ -907,7 +926,10 @@ def _passengers(n_flights: int, sigma: float | None) -> int:
 
 
 def _ci(r: dict[str, Any]) -> str:
-    return f"{r['mean']:.2f} [{r['mean_low']:.2f}, {r['mean_high']:.2f}]"
+    """``mean [low, high]``, the interval over instances and days where the point has both."""
+    if r.get("mean_low_instances") is not None:
+        return f"{r['mean']:.2f} [{r['mean_low_instances']:.2f}, {r['mean_high_instances']:.2f}]"
+    return f"{r['mean']:.2f} [{r['mean_low']:.2f}, {r['mean_high']:.2f}]†"
 
 
 def _claims_table(cfg: PaperConfig, results: dict[str, dict]) -> list[str]:
@@ -1001,8 +1023,10 @@ def _claims_table(cfg: PaperConfig, results: dict[str, dict]) -> list[str]:
             "too, the margin above our LP is small on this family; where α-DDPG falls below "
             "them, it falls short of what adapting can reach.")
     return ["## The paper's claims beside ours", "",
-            "Means over (instances × days) with 95% stratified-bootstrap intervals; the paper "
-            "gives point values only.", "",
+            "Means over (instances × days) with 95% bootstrap intervals that resample the "
+            "instances and the days of each (rliable's task bootstrap), so they cover another "
+            "draw of instances from the family; † marks a point with one instance, where only "
+            "the days are resampled. The paper gives point values only.", "",
             "| the paper | ours | verdict |", "|---|---|---|", *rows, "", " ".join(why), ""]
 
 
@@ -1044,7 +1068,8 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
         "process (set-up, training and rollouts, summed over the units, whenever each was "
         "computed); "
         f"this call took {wall:.0f} s. Ratios are LP mean wait / agent mean wait on "
-        "the same instance and day; means with 95% stratified-bootstrap intervals (rliable).",
+        "the same instance and day; means with 95% bootstrap intervals over instances and days "
+        "(rliable).",
         "",
         "| experiment | agent | ours: mean ratio over points | ours: best instance | "
         "ours: trend | paper |",
@@ -1073,7 +1098,15 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
                 f"{_trend(frac, agent)} | delay falls as the allowance grows |"
             )
     fig3 = results["fig3"]["summary"]
-    status = "missing" if any(r.get("status") == "missing" for r in fig3) else "ok"
+    timed = [r for r in fig3 if r.get("status") == "ok"]
+    counts = sorted({int(r["flights"]) for r in timed})
+    if timed:
+        status = (f"{_n(len(timed), 'run')} timed to 10,000 mini-batches at "
+                  f"{_n(len(counts), 'flight count')} ({', '.join(map(str, counts))})")
+    else:
+        status = "missing (no α-DDPG training reached 10,000 mini-batches)"
+    if any(r.get("status") == "missing" for r in fig3):
+        status += "; " + "; ".join(r["reason"] for r in fig3 if r.get("status") == "missing")
     lines += ["", f"Training time against flights (fig3): {status}.", ""]
     lines += _claims_table(cfg, results)
     missing = {}

@@ -93,6 +93,8 @@ def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
     summary = (out / "summary.md").read_text()
     assert "1.25 average, 2.0 best" in summary
     assert "Runtime of the full protocol" in summary and " h (one process)" in summary
+    assert ("Training time against flights (fig3): 3 runs timed to 10,000 mini-batches at "
+            "3 flight counts (10, 20, 50)." in summary)
 
 
 def test_training_figure_says_missing_without_logs(tmp_path: Path) -> None:
@@ -311,8 +313,16 @@ def test_a_point_with_more_instances_keeps_the_others(local_run: Path, tmp_path:
         path.write_text(json.dumps(unit))
     monkeypatch.setattr(paper, "paper_unit", lambda args: pytest.fail("computed a unit"))
     run_paper(cfg, out, progress=False)
-    got = {(r["x"], r["n_instances"]) for r in read(out / "fig1_ratio_vs_flights.csv")}
+    rows = read(out / "fig1_ratio_vs_flights.csv")
+    got = {(r["x"], r["n_instances"]) for r in rows}
     assert got == {("5", "2"), ("10", "1")}
+    # Two instances: an interval that resamples them too; one instance: none (empty).
+    for r in rows:
+        if r["x"] == "5":
+            assert float(r["mean_low_instances"]) <= float(r["mean"]) <= float(
+                r["mean_high_instances"])
+        else:
+            assert r["mean_low_instances"] == r["mean_high_instances"] == ""
     assert {r["n_instances"] for r in read(out / "fig4_ratio_vs_sigma.csv")} == {"1"}
     assert ("Protocol: 2 instances at 5 flights, 1 at 10 flights (experiment 1; 1 for"
             in (out / "summary.md").read_text())
