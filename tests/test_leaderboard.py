@@ -577,3 +577,48 @@ def test_records_difference_is_zero_on_itself_and_symmetric(a, b) -> None:
 
     assert records_difference(a, a) == 0.0
     assert records_difference(a, b) == records_difference(b, a)
+
+
+# Command-line counts ------------------------------------------------------------------------
+COUNT_FLAGS = [
+    (["evaluate", "--agent", "lp"], "--workers", 1),
+    (["evaluate", "--agent", "lp"], "--reps", 1),
+    (["evaluate", "--agent", "lp"], "--train-gradient-steps", 1),
+    (["evaluate", "--agent", "lp"], "--memory-mb", 0),
+    (["verify", "x.json"], "--workers", 1),
+    (["paper"], "--instances", 1),
+    (["paper"], "--other-instances", 1),
+    (["paper"], "--days", 1),
+    (["paper"], "--workers", 1),
+    (["paper", "--train-adaptive"], "--gradient-steps", 1),
+    (["paper"], "--flights", 1),
+    (["frontier", "--agent", "lp"], "--days", 1),
+    (["frontier", "--agent", "lp"], "--instance", 0),
+    (["frontier", "--agent", "lp"], "--gradient-steps", 1),
+]
+
+
+@pytest.mark.parametrize(("argv", "flag", "low"), COUNT_FLAGS)
+@given(below=st.integers(1, 10**12))
+def test_counts_below_their_bound_are_usage_errors(argv, flag, low, below) -> None:
+    # Every count is checked when the command line is parsed, before anything runs.
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with pytest.raises(SystemExit) as exc, contextlib.redirect_stderr(err):
+        main([*argv, flag, str(low - below)])
+    assert exc.value.code == 2
+    assert f"argument {flag}: must be an integer >= {low}, got {low - below}" in err.getvalue()
+
+
+@pytest.mark.parametrize("text", ["x", "1.5", ""])
+def test_counts_that_are_not_integers_are_usage_errors(text, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["paper", "--days", text])
+    assert exc.value.code == 2 and f"not an integer: {text!r}" in capsys.readouterr().err
+
+
+def test_paper_gradient_steps_needs_train_adaptive(capsys) -> None:
+    assert main(["paper", "--gradient-steps", "5", "--out", "unused"]) == 2
+    assert "needs --train-adaptive" in capsys.readouterr().err
