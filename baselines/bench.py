@@ -46,6 +46,7 @@ from baselines.alpha_ddpg import train as train_alpha_ddpg
 from baselines.api import RunConfig
 from baselines.projection import AlphaProjection
 from tsg_envs.provenance import cpu_model
+from tsg_envs.validation import cli_int
 
 __all__ = ["BenchConfig", "bench_projection", "bench_training", "bench_loops",
            "bare_update_seconds", "loops_table", "machine", "main"]
@@ -329,15 +330,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--quick", action="store_true", help="smoke test: tiny sizes, seconds")
     p.add_argument("--skip-training", action="store_true", help="projection benchmark only")
     p.add_argument(
-        "--flights", type=int, nargs="+", help="flight counts (default 10 20 50 100 300)"
+        "--flights", type=cli_int(1), nargs="+", help="flight counts (default 10 20 50 100 300)"
     )
-    p.add_argument("--grad-steps", type=int, help="gradient steps per size (default 10000)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--grad-steps", type=cli_int(1), help="gradient steps per size (default 10000)")
+    p.add_argument("--threads", type=cli_int(1), default=1)
     p.add_argument("--loops", action="store_true",
                    help="only the loop benchmark (item 3): rates and overhead per method")
     p.add_argument("--methods", nargs="+", default=list(LOOP_METHODS),
                    help="methods of the loop benchmark (default: all off-policy ones)")
-    p.add_argument("--num-envs", type=int, nargs="+", default=[1, 8],
+    p.add_argument("--num-envs", type=cli_int(1), nargs="+", default=[1, 8],
                    help="vector widths of the loop benchmark (DDPG family; default 1 8)")
     p.add_argument("--json", type=Path, help="also write the results here")
     args = p.parse_args(argv)

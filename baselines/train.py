@@ -51,6 +51,7 @@ from baselines.evaluate import (
 )
 from baselines.nonlearning import jsonable
 from tsg_envs.provenance import git_commit
+from tsg_envs.validation import cli_int
 
 __all__ = ["build_parser", "parse_assignments", "run_config_from_args", "main"]
 
@@ -91,18 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--algo", required=True, choices=method_names(), help="method name")
     p.add_argument("--env", default="tsg/Screening-v1", help="Gymnasium id (default %(default)s)")
-    p.add_argument("--gradient-steps", type=int, default=PAPER_GRADIENT_STEPS,
+    p.add_argument("--gradient-steps", type=cli_int(0), default=PAPER_GRADIENT_STEPS,
                    help="training budget in gradient steps (mini-batches; the paper's budget is "
                    "10,000); ignored by non-learning methods (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=cli_int(0), default=0,
                    help="seeds networks, exploration and training days (default %(default)s)")
     p.add_argument("--out", type=Path, default=None,
                    help="output directory (default runs/<algo>-seed<seed>)")
-    p.add_argument("--instance-seed", type=int, default=0,
+    p.add_argument("--instance-seed", type=cli_int(0), default=0,
                    help="game instance of --env (default %(default)s)")
-    p.add_argument("--eval-days", type=int, default=DEFAULT_EVAL_DAYS,
+    p.add_argument("--eval-days", type=cli_int(1), default=DEFAULT_EVAL_DAYS,
                    help="evaluation days (default %(default)s)")
-    p.add_argument("--eval-seed", type=int, default=EVAL_SEED_BASE,
+    p.add_argument("--eval-seed", type=cli_int(0), default=EVAL_SEED_BASE,
                    help="first evaluation day seed; days use eval_seed + k (default %(default)s)")
     p.add_argument("--set", dest="hparams", action="append", default=[], metavar="KEY=VALUE",
                    help="override a hyperparameter of the method's config (repeatable)")
@@ -132,10 +133,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.eval_days < 1:
-        parser.error("--eval-days must be >= 1")
-    if args.gradient_steps < 0:
-        parser.error("--gradient-steps must be >= 0")
     try:
         run = run_config_from_args(args)
     except ValueError as err:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.sealed import Limits
+from tsg_envs.validation import cli_int
 
 __all__ = ["main", "format_rows", "format_attacker_rows"]
 
@@ -101,22 +102,6 @@ def format_attacker_rows(doc: dict[str, Any]) -> str:
     for note in doc["notes"]:
         lines.append(f"note: {note}")
     return "\n".join(lines)
-
-
-def _at_least(low: int) -> Any:
-    """An argparse ``type``: an integer ``>= low`` (else a usage error naming the bound)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
 
 
 def _seed_list(text: str) -> tuple[int, ...]:
@@ -359,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ev.add_argument("--suite", default="quick", help="micro, demo, quick, screening or full")
     ev.add_argument("--out", default="runs/leaderboard", help="directory for the result JSON")
-    ev.add_argument("--workers", type=_at_least(1), default=1, help="processes (units in parallel)")
+    ev.add_argument("--workers", type=cli_int(1), default=1, help="processes (units in parallel)")
     ev.add_argument(
         "--checkpoint",
         default=None,
@@ -368,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ev.add_argument(
         "--train-gradient-steps",
-        type=_at_least(1),
+        type=cli_int(1),
         default=None,
         help="training budget of a learned baseline, in gradient steps (mini-batches; default: "
         "the suite's); with --checkpoint, the budget the checkpoints were trained for, shown on "
@@ -383,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S",
                     help="seconds the submission's process may take per unit, make_agent "
                     "(training) included (default %(default)g)")
-    ev.add_argument("--memory-mb", type=_at_least(0), default=Limits.memory_mb, metavar="MIB",
+    ev.add_argument("--memory-mb", type=cli_int(0), default=Limits.memory_mb, metavar="MIB",
                     help="address-space limit of the submission's process (default "
                     "%(default)s; 0: none)")
     ev.add_argument("--backend", choices=("local", "ray"), default="local",
@@ -398,13 +383,13 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--name", default=None, help="row label (default: NAME or the file stem)")
     ev.add_argument("--force", action="store_true", help="replace a different existing result")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ev.add_argument("--reps", type=_at_least(1), default=2000, help="bootstrap replications")
+    ev.add_argument("--reps", type=cli_int(1), default=2000, help="bootstrap replications")
     ev.set_defaults(func=_cmd_evaluate)
 
     vf = sub.add_parser("verify", help="evaluate a result's submission again and compare its "
                         "per-episode records (writes RESULT.verified on a match)")
     vf.add_argument("results", nargs="+", help="result JSON files")
-    vf.add_argument("--workers", type=_at_least(1), default=1, help="parallel unit processes")
+    vf.add_argument("--workers", type=cli_int(1), default=1, help="parallel unit processes")
     vf.add_argument("--call-timeout", type=float, default=Limits.call_s, metavar="S")
     vf.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S")
     from leaderboard.verify import DEFAULT_RTOL
@@ -432,24 +417,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     pp.add_argument("--train-adaptive", action="store_true",
                     help="train alpha-DDPG on every (point, instance) unit (the paper's agent)")
-    pp.add_argument("--gradient-steps", type=_at_least(1), default=None,
+    pp.add_argument("--gradient-steps", type=cli_int(1), default=None,
                     help="its budget in gradient steps (default 10,000, the paper's; 200 "
                     "with --quick)")
-    pp.add_argument("--workers", type=_at_least(1), default=1, help="parallel unit processes")
+    pp.add_argument("--workers", type=cli_int(1), default=1, help="parallel unit processes")
     pp.add_argument("--backend", choices=("local", "ray"), default="local",
                     help="local processes or one Ray task per unit")
     pp.add_argument("--address", default=None, help="Ray cluster address (--backend ray)")
-    pp.add_argument("--instances", type=_at_least(1), default=None,
+    pp.add_argument("--instances", type=cli_int(1), default=None,
                     help="override: instances 0..N-1 (experiment 1; experiments 2 and 4 keep "
                     "at most their own count)")
-    pp.add_argument("--other-instances", type=_at_least(1), default=None,
+    pp.add_argument("--other-instances", type=cli_int(1), default=None,
                     help="override: experiments 2 and 4 use the first N instances (default 10)")
-    pp.add_argument("--days", type=_at_least(1), default=None, help="override: days per instance")
+    pp.add_argument("--days", type=cli_int(1), default=None, help="override: days per instance")
     pp.add_argument("--figures", nargs="+", choices=("fig1", "fig2", "fig4"), default=None,
                     help="compute the missing units of these experiments only (default: all); "
                     "the others reuse their cached units, and every figure is redrawn "
                     "(figure 3 reads experiment 1's trainings)")
-    pp.add_argument("--flights", nargs="+", type=_at_least(1), default=None, metavar="N",
+    pp.add_argument("--flights", nargs="+", type=cli_int(1), default=None, metavar="N",
                     help="override: experiment 1's flight counts (default 5 10 20 50 100 300)")
     pp.add_argument("--render-only", action="store_true",
                     help="compute no unit: redraw every figure and the summary from the cached "
@@ -470,13 +455,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="lp, slack-lp, slack-guided, myopic, centre, or a learned method "
                     "(alpha-ddpg, ...) trained per point")
     fr.add_argument("--env", default="tsg/Screening-Window-10F-v1", help="registered id")
-    fr.add_argument("--instance", type=_at_least(0), default=0, help="instance seed")
+    fr.add_argument("--instance", type=cli_int(0), default=0, help="instance seed")
     fr.add_argument("--scales", type=float, nargs="+",
                     default=[1.01, 1.05, 1.1, 1.25, 1.5, 2.0], help="s in psi = s * psi^LP")
     fr.add_argument("--weight", type=float, action="append", default=None,
                     help="trade-off weight w of the mean wait (repeatable; default 0.01 0.1 1)")
-    fr.add_argument("--days", type=_at_least(1), default=5, help="evaluation days per point")
-    fr.add_argument("--gradient-steps", type=_at_least(1), default=10_000,
+    fr.add_argument("--days", type=cli_int(1), default=5, help="evaluation days per point")
+    fr.add_argument("--gradient-steps", type=cli_int(1), default=10_000,
                     help="training budget of a learned agent per point (mini-batches)")
     fr.add_argument("--out", default="results/frontier", help="output directory")
     fr.add_argument("--no-progress", action="store_true", help="no progress bar")

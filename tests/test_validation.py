@@ -782,3 +782,44 @@ def test_huge_violation_penalty() -> None:
         assert np.isfinite(reward), (team, reward)
         if terminated:
             break
+
+
+@given(low=st.integers(-5, 5), value=st.integers(-(10**15), 10**15))
+def test_cli_int_accepts_exactly_the_integers_from_its_bound(low: int, value: int) -> None:
+    import argparse
+
+    from tsg_envs.validation import cli_int
+
+    parse = cli_int(low)
+    if value >= low:
+        assert parse(str(value)) == value
+    else:
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=f"must be an integer >= {low}, got {value}"):
+            parse(str(value))
+
+
+@pytest.mark.parametrize("text", ["", "1.0", "one", "1e3", "--"])
+def test_cli_int_refuses_what_is_not_an_integer(text: str) -> None:
+    import argparse
+
+    from tsg_envs.validation import cli_int
+
+    with pytest.raises(argparse.ArgumentTypeError, match="not an integer"):
+        cli_int(0)(text)
+
+
+@pytest.mark.parametrize(("module", "argv", "message"), [
+    ("tsg_envs.__main__", ["--seed", "-1"], "argument --seed: must be an integer >= 0, got -1"),
+    ("tsg_envs.__main__", ["--instance-seed", "x"], "argument --instance-seed: not an integer"),
+    ("baselines.train", ["--algo", "lp", "--eval-days", "0"],
+     "argument --eval-days: must be an integer >= 1, got 0"),
+    ("baselines.train", ["--algo", "lp", "--gradient-steps", "-1"],
+     "argument --gradient-steps: must be an integer >= 0, got -1"),
+])
+def test_command_lines_refuse_bad_counts_before_running(module, argv, message, capsys) -> None:
+    import importlib
+
+    with pytest.raises(SystemExit) as exc:
+        importlib.import_module(module).main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err

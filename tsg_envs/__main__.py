@@ -14,14 +14,15 @@ import gymnasium as gym
 import tsg_envs  # noqa: F401  (registers the ids)
 from tsg_envs.risk import worst_case_risk
 from tsg_envs.rollout import LPAgent, rollout
+from tsg_envs.validation import cli_int
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(prog="python -m tsg_envs", description=__doc__)
     parser.add_argument("--env", default="tsg/Screening-v1", help="environment id")
-    parser.add_argument("--instance-seed", type=int, default=0, help="which game instance")
-    parser.add_argument("--seed", type=int, default=0, help="which day of arrivals")
+    parser.add_argument("--instance-seed", type=cli_int(0), default=0, help="which game instance")
+    parser.add_argument("--seed", type=cli_int(0), default=0, help="which day of arrivals")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     env = gym.make(args.env, instance_seed=args.instance_seed)

@@ -41,6 +41,7 @@ from tsg_envs.instances import make_game
 from tsg_envs.lp import solve_window_lp
 from tsg_envs.polytope import build_polytopes
 from tsg_envs.provenance import cpu_model, git_commit
+from tsg_envs.validation import cli_int
 
 __all__ = [
     "BOUND_CORNERS",
@@ -699,9 +700,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="short blocks and small LPs (a few seconds)")
     parser.add_argument("--env", default=BenchConfig.env_id, help="screening id to time")
-    parser.add_argument("--pairs", type=int, default=None, help="timed block pairs")
-    parser.add_argument("--block-steps", type=int, default=None, help="steps per block")
-    parser.add_argument("--flights", type=int, nargs="*", default=None,
+    parser.add_argument("--pairs", type=cli_int(1), default=None, help="timed block pairs")
+    parser.add_argument("--block-steps", type=cli_int(1), default=None, help="steps per block")
+    parser.add_argument("--flights", type=cli_int(1), nargs="*", default=None,
                         help="flight counts of the LP timings (none: skip them)")
     parser.add_argument("--skip-speed", action="store_true", help="only the LP timings")
     parser.add_argument("--bounds", metavar="JSON", default=None,
@@ -727,10 +728,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the LP policy's agreement across HiGHS solver paths and under a "
                         "reordering of the game (4 families x --instances seeds, default 20 "
                         "here), written to JSON and the README's lp-agreement block")
-    parser.add_argument("--instances", type=int, default=None,
+    parser.add_argument("--instances", type=cli_int(1), default=None,
                         help="instance seeds per id of --family (default 100) or per family of "
                         "--lp-agreement (default 20)")
-    parser.add_argument("--workers", type=int, default=1, help="processes for --family")
+    parser.add_argument("--workers", type=cli_int(1), default=1, help="processes for --family")
     parser.add_argument("--readme", default=None,
                         help="README whose block --bounds or --vector updates")
     parser.add_argument("--construct", choices=sorted(BOUND_CORNERS), help=argparse.SUPPRESS)

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,6 +76,7 @@ __all__ = [
     "MAX_VIOLATION_PENALTY",
     "describe",
     "check_int",
+    "cli_int",
     "check_real",
     "check_choice",
     "check_real_array",
@@ -151,6 +152,27 @@ def check_int(
             f"got {describe(value)}"
         )
     return v
+
+
+def cli_int(low: int) -> Callable[[str], int]:
+    """An ``argparse`` ``type`` for a count or seed on a command line: an integer ``>= low``.
+
+    A bad value is a usage error naming the flag and the bound, e.g. ``argument --days: must be
+    an integer >= 1, got 0``, raised while the command line is parsed, before anything runs.
+    """
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
 
 
 def check_real(
