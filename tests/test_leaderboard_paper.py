@@ -326,3 +326,28 @@ def test_a_point_with_more_instances_keeps_the_others(local_run: Path, tmp_path:
     assert {r["n_instances"] for r in read(out / "fig4_ratio_vs_sigma.csv")} == {"1"}
     assert ("Protocol: 2 instances at 5 flights, 1 at 10 flights (experiment 1; 1 for"
             in (out / "summary.md").read_text())
+
+
+def test_trend_is_a_rank_test_worked_by_hand() -> None:
+    import leaderboard.paper as paper
+
+    def pts(ys: list[float]) -> list[dict]:
+        return [{"x": float(i), "mean": y, "agent": "a"} for i, y in enumerate(ys)]
+
+    # Seven points falling but for one swap: 20 of the 21 pairs fall, τ = (1 - 20) / 21; of
+    # the 7! = 5040 orders, 1 + 6 have at most one inversion and as many at most one
+    # non-inversion, so the exact two-sided p = 14 / 5040.
+    one_swap = pts([0.94, 0.90, 0.86, 0.80, 0.82, 0.79, 0.76])
+    tau, p = paper._kendall(one_swap, "a")
+    assert tau == pytest.approx(-19 / 21) and p == pytest.approx(14 / 5040)
+    assert paper._trend(one_swap, "a") == "falls"
+    assert paper._trend_text(one_swap, "a") == "falls (τ = -0.90, p = 0.0028)"
+    assert paper._falls_verdict("falls") == "agrees"
+    # Rising, and strictly: τ = 1, p = 2 / 7!.
+    assert paper._trend(pts([1, 2, 3, 4, 5, 6, 7]), "a") == "rises"
+    # Three points can never be significant: p = 2 / 3! = 1/3.
+    assert paper._trend(pts([3, 2, 1]), "a") == "no clear trend"
+    assert paper._falls_verdict("no clear trend") == "not shown: no significant trend"
+    # Zig-zag: τ = 0.
+    assert paper._trend(pts([1, 3, 1, 3, 1, 3]), "a") == "no clear trend"
+    assert paper._trend(pts([1, 2]), "a") == "n/a" and paper._falls_verdict("n/a") == "n/a"
