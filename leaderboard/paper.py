@@ -489,8 +489,8 @@ def _protocol_note(cfg: PaperConfig, col: _Collector) -> str:
     n_inst = len({r["instance_seed"] for r in col.rows}) or len(cfg.instances)
     note = (
         f"{'up to ' if _uneven(col) else ''}{n_inst} instances x {cfg.days} days"
-        f"{' (--quick)' if cfg.quick else ''}; mean, 95% bootstrap CI over instances and days"
-        " (days only at a point with one instance)"
+        f"{' (--quick)' if cfg.quick else ''}\nmean, 95% bootstrap CI over instances and days"
+        "\n(days only at a point with one instance)"
     )
     return note + (f"\nmissing: {missing}" if missing else "")
 
@@ -545,7 +545,7 @@ def _ratio_figure(
         ax.minorticks_off()
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="best")
-    ax.text(0.01, 0.01, _protocol_note(cfg, col), transform=ax.transAxes, fontsize=7, va="bottom")
+    ax.text(0.01, 0.93, _protocol_note(cfg, col), transform=ax.transAxes, fontsize=7, va="top")
     _save(fig, path)
 
 
@@ -616,7 +616,8 @@ def _experiment_risk(cfg: PaperConfig, out: Path, col: _Collector) -> dict:
     a2.set_xlabel("risk allowance ψ / ψ^LP")
     a2.set_ylabel(f"mean wait / own mean wait at ψ = {base:g} ψ^LP")
     a2.axhline(1.0, color="grey", lw=0.8)
-    a2.text(0.01, 0.01, _protocol_note(cfg, col), transform=a2.transAxes, fontsize=7)
+    a2.text(0.01, 0.01, _protocol_note(cfg, col), transform=a2.transAxes, fontsize=7,
+            va="bottom")
     _save(fig, out / "fig2_wait_vs_risk.png")
     return {"collector": col, "summary": wait + frac}
 
