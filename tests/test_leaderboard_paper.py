@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from leaderboard.__main__ import main
@@ -351,3 +352,23 @@ def test_trend_is_a_rank_test_worked_by_hand() -> None:
     # Zig-zag: τ = 0.
     assert paper._trend(pts([1, 3, 1, 3, 1, 3]), "a") == "no clear trend"
     assert paper._trend(pts([1, 2]), "a") == "n/a" and paper._falls_verdict("n/a") == "n/a"
+
+
+def test_mean_over_points_by_hand() -> None:
+    import leaderboard.paper as paper
+
+    # Two points, each the same on every day: nothing moves, the interval is the point.
+    avg = paper._mean_over_points([np.full((4, 2), 1.0), np.full((4, 3), 3.0)], reps=500)
+    assert avg == {"mean": 2.0, "low": 2.0, "high": 2.0}
+    # Point A: one day, instances scoring 1 and 3; point B: 2 everywhere. A's resampled mean
+    # is 1, 2 or 3 with probability 1/4, 1/2, 1/4, so the average over the two points is 1.5,
+    # 2 or 2.5 with those probabilities: the 95% interval is [1.5, 2.5] around 2.
+    avg = paper._mean_over_points([np.array([[1.0, 3.0]]), np.full((5, 2), 2.0)], reps=2000)
+    assert avg == {"mean": 2.0, "low": 1.5, "high": 2.5}
+    # Deterministic, and a point is weighted as a point whatever its number of instances.
+    mats = [np.random.default_rng(1).random((10, 3)), np.random.default_rng(2).random((10, 7))]
+    a, b = paper._mean_over_points(mats), paper._mean_over_points(mats)
+    assert a == b and a["mean"] == pytest.approx((mats[0].mean() + mats[1].mean()) / 2)
+    assert a["low"] < a["mean"] < a["high"]
+    with pytest.raises(ValueError, match="at least one point"):
+        paper._mean_over_points([])
