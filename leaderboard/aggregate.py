@@ -45,20 +45,13 @@ def _bootstrap_class() -> type:
 
         def update_indices(self) -> tuple[np.ndarray, ...]:
             indices = self.generator.choice(self._num_items, self._args_shape, replace=True)
-            if self._task_bootstrap:  # rliable's scheme: then the tasks, with replacement
-                tasks = self.generator.choice(
-                    self._num_tasks, self._strata_indices[0].shape, replace=True)
-                return (indices, tasks, *self._strata_indices[1:])
             return (indices, *self._strata_indices)
 
     return _SeededStratifiedBootstrap
 
 
 def iqm_interval(
-    scores: np.ndarray,
-    reps: int = BOOTSTRAP_REPS,
-    seed: int = BOOTSTRAP_SEED,
-    task_bootstrap: bool = False,
+    scores: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED
 ) -> dict[str, float]:
     """IQM, mean and their 95% stratified-bootstrap intervals of a (runs, tasks) matrix.
 
@@ -66,9 +59,6 @@ def iqm_interval(
         scores: (runs, tasks) finite scores.
         reps: Bootstrap replications.
         seed: Seed of the bootstrap's generator.
-        task_bootstrap: Also resample the tasks (rliable's ``task_bootstrap``): the interval
-            then covers a new draw of instances as well as of days, not only of days on these
-            instances.
 
     Returns:
         ``{"iqm", "iqm_low", "iqm_high", "mean", "mean_low", "mean_high"}``.
@@ -83,13 +73,10 @@ def iqm_interval(
         return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x)])
 
     point = func(scores)
-    if (scores.shape[0] < 2 and not (task_bootstrap and scores.shape[1] > 1)) or (
-        np.ptp(scores) == 0
-    ):
+    if scores.shape[0] < 2 or np.ptp(scores) == 0:
         low = high = point  # nothing to resample
     else:
-        bs = _bootstrap_class()(scores, seed=np.random.default_rng(seed),
-                                task_bootstrap=task_bootstrap)
+        bs = _bootstrap_class()(scores, seed=np.random.default_rng(seed))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ci = bs.conf_int(func, reps=reps, size=CI_SIZE, method="percentile")

@@ -123,26 +123,6 @@ def test_iqm_interval_is_deterministic_whatever_the_global_rng() -> None:
 
 
 
-def test_iqm_interval_task_bootstrap_by_hand() -> None:
-    # 3 days x 2 instances, every day of instance 0 scores 1 and of instance 1 scores 3.
-    # Resampling days alone never moves the mean (2): the interval is [2, 2]. Resampling the
-    # instances too draws (0, 0), (0, 1), (1, 0) or (1, 1) with probability 1/4 each: the mean
-    # is 1 a quarter of the time, 3 a quarter, 2 half, so the 95% percentile interval is [1, 3].
-    scores = np.array([[1.0, 3.0]] * 3)
-    days = iqm_interval(scores, reps=REPS)
-    assert days["mean"] == 2.0 and days["mean_low"] == days["mean_high"] == 2.0
-    both = iqm_interval(scores, reps=REPS, task_bootstrap=True)
-    assert both["mean"] == 2.0 and (both["mean_low"], both["mean_high"]) == (1.0, 3.0)
-    # One day per instance: there are still instances to resample.
-    one_day = iqm_interval(np.array([[1.0, 3.0]]), reps=REPS, task_bootstrap=True)
-    assert (one_day["mean_low"], one_day["mean_high"]) == (1.0, 3.0)
-    # Deterministic, and never narrower than the days-only interval on noisy data.
-    noisy = np.random.default_rng(4).random((20, 5)) + np.arange(5)
-    a = iqm_interval(noisy, reps=REPS, task_bootstrap=True)
-    assert a == iqm_interval(noisy, reps=REPS, task_bootstrap=True)
-    d = iqm_interval(noisy, reps=REPS)
-    assert a["mean_high"] - a["mean_low"] > 3 * (d["mean_high"] - d["mean_low"])
-
 # End to end ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def centre_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:

@@ -317,13 +317,15 @@ def test_a_point_with_more_instances_keeps_the_others(local_run: Path, tmp_path:
     rows = read(out / "fig1_ratio_vs_flights.csv")
     got = {(r["x"], r["n_instances"]) for r in rows}
     assert got == {("5", "2"), ("10", "1")}
-    # Two instances: an interval that resamples them too; one instance: none (empty).
+    # Two instances: the t-interval over their means (the copies are equal: zero width); one
+    # instance: its days-only bootstrap.
     for r in rows:
         if r["x"] == "5":
-            assert float(r["mean_low_instances"]) <= float(r["mean"]) <= float(
-                r["mean_high_instances"])
+            assert r["interval"] == "instances"
+            assert float(r["mean_low"]) == float(r["mean"]) == float(r["mean_high"])
         else:
-            assert r["mean_low_instances"] == r["mean_high_instances"] == ""
+            assert r["interval"] == "days"
+            assert (r["mean_low"], r["mean_high"]) == (r["mean_low_days"], r["mean_high_days"])
     assert {r["n_instances"] for r in read(out / "fig4_ratio_vs_sigma.csv")} == {"1"}
     assert ("Protocol: 2 instances at 5 flights, 1 at 10 flights (experiment 1; 1 for"
             in (out / "summary.md").read_text())
@@ -342,7 +344,13 @@ def test_trend_is_a_rank_test_worked_by_hand() -> None:
     tau, p = paper._kendall(one_swap, "a")
     assert tau == pytest.approx(-19 / 21) and p == pytest.approx(14 / 5040)
     assert paper._trend(one_swap, "a") == "falls"
-    assert paper._trend_text(one_swap, "a") == "falls (τ = -0.90, p = 0.0028)"
+    assert (paper._trend_text(one_swap, "a")
+            == "falls (τ = -0.90, p = 0.0028; 0.94 at 0 to 0.76 at 6)")
+    # A point with one instance is shown but not tested: the same points and a last one out
+    # of line from a single game leave the verdict unchanged.
+    lone = [*one_swap, {"x": 7.0, "mean": 5.0, "agent": "a", "n_instances": 1}]
+    assert paper._kendall(lone, "a") == paper._kendall(one_swap, "a")
+    assert paper._falls_verdict("falls", below_one=True).startswith("direction only")
     assert paper._falls_verdict("falls") == "agrees"
     # Rising, and strictly: τ = 1, p = 2 / 7!.
     assert paper._trend(pts([1, 2, 3, 4, 5, 6, 7]), "a") == "rises"
@@ -354,21 +362,27 @@ def test_trend_is_a_rank_test_worked_by_hand() -> None:
     assert paper._trend(pts([1, 2]), "a") == "n/a" and paper._falls_verdict("n/a") == "n/a"
 
 
-def test_mean_over_points_by_hand() -> None:
+def test_t_interval_and_mean_over_points_by_hand() -> None:
     import leaderboard.paper as paper
 
-    # Two points, each the same on every day: nothing moves, the interval is the point.
-    avg = paper._mean_over_points([np.full((4, 2), 1.0), np.full((4, 3), 3.0)], reps=500)
-    assert avg == {"mean": 2.0, "low": 2.0, "high": 2.0}
-    # Point A: one day, instances scoring 1 and 3; point B: 2 everywhere. A's resampled mean
-    # is 1, 2 or 3 with probability 1/4, 1/2, 1/4, so the average over the two points is 1.5,
-    # 2 or 2.5 with those probabilities: the 95% interval is [1.5, 2.5] around 2.
-    avg = paper._mean_over_points([np.array([[1.0, 3.0]]), np.full((5, 2), 2.0)], reps=2000)
-    assert avg == {"mean": 2.0, "low": 1.5, "high": 2.5}
-    # Deterministic, and a point is weighted as a point whatever its number of instances.
-    mats = [np.random.default_rng(1).random((10, 3)), np.random.default_rng(2).random((10, 7))]
-    a, b = paper._mean_over_points(mats), paper._mean_over_points(mats)
-    assert a == b and a["mean"] == pytest.approx((mats[0].mean() + mats[1].mean()) / 2)
-    assert a["low"] < a["mean"] < a["high"]
-    with pytest.raises(ValueError, match="at least one point"):
-        paper._mean_over_points([])
+    # 1, 2, 3: mean 2, sample sd 1, standard error 1/sqrt(3); t(0.975, 2 df) = 4.303 (table),
+    # so the half-width is 4.303 / sqrt(3) = 2.484.
+    mean, low, high = paper.t_interval(np.array([1.0, 2.0, 3.0]))
+    assert mean == 2.0 and low == pytest.approx(2 - 2.484, abs=1e-3)
+    assert high == pytest.approx(2 + 2.484, abs=1e-3)
+    assert paper.t_interval(np.array([5.0, 5.0])) == (5.0, 5.0, 5.0)
+    with pytest.raises(ValueError, match="two samples"):
+        paper.t_interval(np.array([1.0]))
+    # Point A: instances 0 and 1 on one day, scoring 1 and 3; point B: instances 0-2, 2 on
+    # every day; point C: one instance (left out). Per instance common to A and B, the mean
+    # over the points: (1 + 2) / 2 = 1.5 and (3 + 2) / 2 = 2.5; their mean 2, sd 0.7071,
+    # standard error 0.5, t(0.975, 1 df) = 12.706: [2 - 6.353, 2 + 6.353].
+    avg = paper._mean_over_points([([0, 1], np.array([[1.0, 3.0]])),
+                                   ([0, 1, 2], np.full((5, 3), 2.0)),
+                                   ([5], np.array([[100.0]]))])
+    assert avg["mean"] == 2.0 and (avg["n_points"], avg["n_instances"]) == (2, 2)
+    assert avg["low"] == pytest.approx(2 - 6.353, abs=1e-3)
+    assert avg["high"] == pytest.approx(2 + 6.353, abs=1e-3)
+    # Fewer than two instances common to the points: no average.
+    assert paper._mean_over_points([([0, 1], np.ones((2, 2))), ([1, 2], np.ones((2, 2)))]) is None
+    assert paper._mean_over_points([([0], np.ones((2, 1)))]) is None
