@@ -205,6 +205,7 @@ class _Collector:
     passengers: dict[str, float] = field(default_factory=dict)
     train_s: dict[str, float] = field(default_factory=dict)
     train_n: dict[str, int] = field(default_factory=dict)
+    unit_s: dict[str, list[float]] = field(default_factory=dict)
 
 
 def _agent_names(cfg: PaperConfig) -> list[str]:
@@ -382,6 +383,8 @@ def _collect(units: list[dict[str, Any]]) -> _Collector:
         by_slug.setdefault(u["slug"], []).append(u)
     for slug, us in by_slug.items():
         col.passengers[slug] = float(np.mean([u["passengers"] for u in us]))
+        col.unit_s[slug] = [u["setup_s"] + u["rolling_s"] + (u.get("train_s") or 0.0)
+                            for u in us]
         col.setup_s[slug] = float(np.mean([u["setup_s"] for u in us]))
         col.episode_s[slug] = sum(u["rolling_s"] for u in us) / max(
             1, sum(u["n_days"] for u in us))
@@ -1035,6 +1038,40 @@ def _full_protocol_estimate(cfg: PaperConfig, results: dict[str, dict]) -> list[
     return lines
 
 
+def _progress(results: dict[str, dict]) -> list[str]:
+    """Units done against the full protocol per experiment, and the time the rest would take.
+
+    The rest is estimated per point from its own units' mean time (set-up, training and
+    rollouts, as measured here); a point with no unit yet is counted as unknown.
+    """
+    full = PaperConfig()
+    settings = _settings(full)
+    lines = ["## Progress toward the full protocol", "",
+             "| experiment | units done / full protocol | process-hours so far | "
+             "remaining, estimated (one process) |", "|---|---|---|---|"]
+    for fig in ("fig1", "fig2", "fig4"):
+        col: _Collector | None = results[fig].get("collector")
+        if col is None:
+            continue
+        n_full = len(_instances(full, fig))
+        done = spent = rest = 0.0
+        unknown = []
+        for st in settings[fig]:
+            times = col.unit_s.get(st.slug, [])
+            done += len(times)
+            spent += sum(times)
+            left = max(n_full - len(times), 0)
+            if left and times:
+                rest += left * float(np.mean(times))
+            elif left:
+                unknown.append(st.slug)
+        total = n_full * len(settings[fig])
+        rest_text = f"{rest / 3600:.1f} h" + (
+            f" + {len(unknown)} point(s) not started ({', '.join(unknown)})" if unknown else "")
+        lines.append(f"| {fig} | {done:.0f} / {total} | {spent / 3600:.1f} | {rest_text} |")
+    return [*lines, ""]
+
+
 @functools.cache
 def _passengers(n_flights: int, sigma: float | None) -> int:
     """Passengers of instance 0 of a setting (the game only: no polytopes).
@@ -1333,6 +1370,8 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
         *_full_protocol_estimate(cfg, results),
         "",
     ]
+    if not cfg.quick:
+        lines += _progress(results)
     path = out / "summary.md"
     path.write_text("\n".join(lines))
     return path

@@ -386,3 +386,15 @@ def test_t_interval_and_mean_over_points_by_hand() -> None:
     # Fewer than two instances common to the points: no average.
     assert paper._mean_over_points([([0, 1], np.ones((2, 2))), ([1, 2], np.ones((2, 2)))]) is None
     assert paper._mean_over_points([([0], np.ones((2, 1)))]) is None
+
+
+def test_progress_counts_units_against_the_full_protocol() -> None:
+    import leaderboard.paper as paper
+
+    # Experiment 1 has two units at 5 flights (100 s and 200 s): 2 of 6 points x 30 instances
+    # done, 300 s spent; the other 28 at 5 flights would take 28 x 150 s = 4,200 s = 1.2 h, and
+    # the five other flight counts have no unit to estimate from.
+    col = paper._Collector(unit_s={"window-5F": [100.0, 200.0]})
+    lines = paper._progress({"fig1": {"collector": col}, "fig2": {}, "fig4": {}})
+    assert lines[-2] == ("| fig1 | 2 / 180 | 0.1 | 1.2 h + 5 point(s) not started (window-10F, "
+                         "window-20F, window-50F, window-100F, window-300F) |")
