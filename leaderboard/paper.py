@@ -402,9 +402,11 @@ def _point_matrices(cfg: PaperConfig, col: _Collector,
     Complete points only; each point has the instances it has (a run in chunks can leave one
     point with fewer).
     """
+    groups: dict[tuple[float, str], list[dict[str, Any]]] = {}
+    for r in col.rows:  # one pass: the summary asks for these matrices once per agent
+        groups.setdefault((r["x"], r["agent"]), []).append(r)
     out = {}
-    for x, agent in sorted({(r["x"], r["agent"]) for r in col.rows}):
-        sel = [r for r in col.rows if r["x"] == x and r["agent"] == agent]
+    for (x, agent), sel in sorted(groups.items(), key=lambda kv: kv[0]):
         instances = sorted({r["instance_seed"] for r in sel})
         m = np.full((cfg.days, len(instances)), np.nan)
         for r in sel:
@@ -969,7 +971,10 @@ def _trend(summary: list[dict[str, Any]], agent: str) -> str:
     A rank test, not monotonicity: one point out of order among seven still shows a trend
     (τ = -19/21, p = 0.003), and three points can never show one (p >= 1/3).
     """
-    kt = _kendall(summary, agent)
+    return _trend_word(_kendall(summary, agent))
+
+
+def _trend_word(kt: tuple[float, float] | None) -> str:
     if kt is None or not np.isfinite(kt[1]):
         return "n/a"
     tau, p = kt
@@ -996,7 +1001,7 @@ def _trend_text(summary: list[dict[str, Any]], agent: str) -> str:
     E.g. ``falls (τ = -0.90, p = 0.003; 0.94 at 5 to 0.73 at 100)``.
     """
     kt = _kendall(summary, agent)
-    word = _trend(summary, agent)
+    word = _trend_word(kt)
     if kt is None or word == "n/a":
         return word
     pts = _trend_points(summary, agent)
