@@ -65,6 +65,7 @@ from leaderboard.aggregate import CI_SIZE, iqm_interval
 from leaderboard.suites import EVAL_SEED_BASE
 from tsg_envs.harness import Unit, delay_ratio
 from tsg_envs.harness import evaluate as harness_evaluate
+from tsg_envs.provenance import provenance
 from tsg_envs.rollout import Agent, LPAgent
 
 __all__ = ["PAPER", "PaperConfig", "run_paper", "build_agent", "AGENT_LABELS", "paper_unit",
@@ -340,7 +341,7 @@ def paper_unit(args: tuple[PaperConfig, _Setting, int]) -> dict[str, Any]:
             "rows": rows, "missing": missing, "setup_s": setup,
             "rolling_s": time.perf_counter() - t0, "n_days": len(seeds),
             "passengers": int(env.unwrapped.game.n_passengers), "train_s": train_s,
-            "curve": curve}
+            "curve": curve, "provenance": provenance()}
 
 
 def unit_path(out: Path, fig: str, setting: _Setting, inst: int) -> Path:
@@ -371,6 +372,11 @@ def _save_unit(path: Path, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _unit_seconds(unit: dict[str, Any]) -> float:
+    """A unit's process time: set-up, training and rollouts."""
+    return unit["setup_s"] + unit["rolling_s"] + (unit.get("train_s") or 0.0)
+
+
 def _collect(units: list[dict[str, Any]]) -> _Collector:
     """A collector of one experiment from its units' results."""
     col = _Collector()
@@ -383,8 +389,7 @@ def _collect(units: list[dict[str, Any]]) -> _Collector:
         by_slug.setdefault(u["slug"], []).append(u)
     for slug, us in by_slug.items():
         col.passengers[slug] = float(np.mean([u["passengers"] for u in us]))
-        col.unit_s[slug] = [u["setup_s"] + u["rolling_s"] + (u.get("train_s") or 0.0)
-                            for u in us]
+        col.unit_s[slug] = [_unit_seconds(u) for u in us]
         col.setup_s[slug] = float(np.mean([u["setup_s"] for u in us]))
         col.episode_s[slug] = sum(u["rolling_s"] for u in us) / max(
             1, sum(u["n_days"] for u in us))
@@ -1270,8 +1275,55 @@ def _instance_counts(summary: list[dict[str, Any]], unit: str, asked: int) -> st
     return ", ".join(parts)
 
 
+#: The packages a unit's software stack is named by in the summary.
+_STACK = ("torch", "numpy", "scipy", "highspy", "tianshou")
+
+
+def _provenance_table(units: list[dict[str, Any]]) -> list[str]:
+    """Where the units were computed: one row per machine and software stack.
+
+    A unit records :func:`tsg_envs.provenance.provenance` when it is computed (the code's
+    commit, the packages, Python, the CPU and its count); units computed before that was kept
+    are counted on a row of their own. Timings (set-up, training, rollouts) depend on the
+    machine and on what shared its cores, so they compare only within a row.
+    """
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for u in units:
+        prov = u.get("provenance")
+        if not isinstance(prov, dict):
+            key = ("not recorded (units computed before they kept their provenance)", "")
+        else:
+            hw = prov.get("hardware") or {}
+            pk = prov.get("packages") or {}
+            key = (f"{hw.get('processor') or 'unknown CPU'}, {hw.get('cpu_count')} CPUs, "
+                   f"{hw.get('machine') or '?'}",
+                   f"Python {prov.get('python')}; "
+                   + ", ".join(f"{n} {pk.get(n)}" for n in _STACK))
+        groups.setdefault(key, []).append(u)
+    lines = [
+        "## Where the units were computed",
+        "",
+        "| machine | software | code (commits) | units | process-hours |",
+        "|---|---|---|---|---|",
+    ]
+    # the most units first; units without a record last
+    order = sorted(groups.items(), key=lambda kv: (not kv[0][1], -len(kv[1])))
+    for (machine, soft), us in order:
+        stamped = sorted((u["provenance"].get("created_utc") or "",
+                           (u["provenance"].get("git_commit") or "no git")[:7]
+                           + ("+dirty" if u["provenance"].get("git_dirty") else ""))
+                          for u in us if isinstance(u.get("provenance"), dict))
+        commits = list(dict.fromkeys(c for _, c in stamped))  # in the order first used
+        code = ", ".join(commits[:3]) + (f" and {len(commits) - 3} more" if len(commits) > 3
+                                         else "")
+        hours = sum(_unit_seconds(u) for u in us) / 3600
+        lines.append(f"| {machine} | {soft or '-'} | {code or '-'} | {len(us)} | "
+                     f"{hours:.1f} |")
+    return [*lines, ""]
+
+
 def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: float,
-                   unit_s: float = 0.0) -> Path:
+                   unit_s: float = 0.0, units: list[dict[str, Any]] = ()) -> Path:
     fig1 = _instance_counts([r for r in results["fig1"]["summary"] if r["agent"] == "lp"]
                             or results["fig1"]["summary"], "flights", len(cfg.instances))
     lines = [
@@ -1377,6 +1429,8 @@ def _write_summary(cfg: PaperConfig, out: Path, results: dict[str, dict], wall: 
     ]
     if not cfg.quick:
         lines += _progress(results)
+    if units:
+        lines += ["", *_provenance_table(list(units))]
     path = out / "summary.md"
     path.write_text("\n".join(lines))
     return path
@@ -1435,7 +1489,7 @@ def run_paper(cfg: PaperConfig, out: Path, progress: bool = True, workers: int =
                        if units[i][0] == "fig1" and done[i].get("curve")]),
         "fig4": _experiment_sigma(cfg, out, cols["fig4"]),
     }
-    unit_s = sum(u["setup_s"] + u["rolling_s"] + (u.get("train_s") or 0.0)
-                 for u in done.values())
-    summary = _write_summary(cfg, out, results, time.perf_counter() - t0, unit_s)
+    unit_s = sum(_unit_seconds(u) for u in done.values())
+    summary = _write_summary(cfg, out, results, time.perf_counter() - t0, unit_s,
+                             [done[i] for i in sorted(done)])
     return sorted(out.glob("fig*.png")) + sorted(out.glob("fig*.csv")) + [summary]

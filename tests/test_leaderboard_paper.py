@@ -208,7 +208,7 @@ def test_paper_on_ray_gives_the_local_units(local_run: Path, tmp_path: Path) -> 
         run_paper(TINY_PAPER, tmp_path / "ray", progress=False, backend="ray", workers=2)
     finally:
         ray.shutdown()
-    strip = ("setup_s", "rolling_s", "train_s")
+    strip = ("setup_s", "rolling_s", "train_s", "provenance")
     local = {k: {f: v for f, v in d.items() if f not in strip}
              for k, d in _units(local_run).items()}
     remote = {k: {f: v for f, v in d.items() if f not in strip}
@@ -398,3 +398,33 @@ def test_progress_counts_units_against_the_full_protocol() -> None:
     lines = paper._progress({"fig1": {"collector": col}, "fig2": {}, "fig4": {}})
     assert lines[-2] == ("| fig1 | 2 / 180 | 0.1 | 1.2 h + 5 point(s) not started (window-10F, "
                          "window-20F, window-50F, window-100F, window-300F) |")
+
+
+def test_units_keep_their_provenance_and_the_summary_groups_them(local_run: Path) -> None:
+    from leaderboard.paper import _provenance_table
+
+    docs = _units(local_run)
+    for doc in docs.values():
+        prov = doc["provenance"]
+        assert prov["packages"]["numpy"] == np.__version__
+        assert prov["hardware"]["cpu_count"] >= 1 and prov["python"]
+    assert "## Where the units were computed" in (local_run / "summary.md").read_text()
+
+    def unit(cpu: str, torch: str, commit: str, when: str, secs: float) -> dict:
+        return {"setup_s": secs, "rolling_s": 0.0, "train_s": None, "provenance": {
+            "hardware": {"processor": cpu, "cpu_count": 2, "machine": "x86_64"},
+            "packages": {"torch": torch, "numpy": "2.0", "scipy": "1.0", "highspy": "1.0",
+                         "tianshou": "2.0.1"},
+            "python": "3.11.7", "git_commit": commit, "git_dirty": False,
+            "created_utc": when}}
+
+    units = [unit("EPYC", "2.13.0", "bbbbbbbbb", "2026-01-02", 3600.0),
+             unit("EPYC", "2.13.0", "aaaaaaaaa", "2026-01-01", 1800.0),
+             unit("Xeon", "2.11.0", "ccccccccc", "2026-01-03", 360.0),
+             {"setup_s": 7200.0, "rolling_s": 0.0, "train_s": 3600.0}]
+    lines = _provenance_table(units)
+    soft = "Python 3.11.7; torch {}, numpy 2.0, scipy 1.0, highspy 1.0, tianshou 2.0.1"
+    epyc = f"| EPYC, 2 CPUs, x86_64 | {soft.format('2.13.0')} | aaaaaaa, bbbbbbb | 2 | 1.5 |"
+    assert lines[4] == epyc  # commits in the order first used; 1800 s + 3600 s
+    assert lines[5] == f"| Xeon, 2 CPUs, x86_64 | {soft.format('2.11.0')} | ccccccc | 1 | 0.1 |"
+    assert lines[6].startswith("| not recorded") and lines[6].endswith("| - | - | 1 | 3.0 |")
