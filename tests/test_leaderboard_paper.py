@@ -381,11 +381,47 @@ def test_t_interval_and_mean_over_points_by_hand() -> None:
                                    ([0, 1, 2], np.full((5, 3), 2.0)),
                                    ([5], np.array([[100.0]]))])
     assert avg["mean"] == 2.0 and (avg["n_points"], avg["n_instances"]) == (2, 2)
+    assert avg["n_instances_max"] == 3  # B keeps its third instance (it varies not at all)
     assert avg["low"] == pytest.approx(2 - 6.353, abs=1e-3)
     assert avg["high"] == pytest.approx(2 + 6.353, abs=1e-3)
-    # Fewer than two instances common to the points: no average.
-    assert paper._mean_over_points([([0, 1], np.ones((2, 2))), ([1, 2], np.ones((2, 2)))]) is None
+    # Points sharing no instance are independent: A on instances 0, 1 scoring 1 and 3, B on
+    # 2, 3 scoring 2 and 4. Mean (2 + 3) / 2 = 2.5; each point's sample variance 2, so the
+    # variance of the average is (2/2 + 2/2) / 4 = 0.5 (se 0.7071); each of the four
+    # instances carries a quarter of it, n_eff = 4 and t(0.975, 3 df) = 3.182:
+    # 2.5 -+ 3.182 x 0.7071 = [0.250, 4.750].
+    avg = paper._mean_over_points([([0, 1], np.array([[1.0, 3.0]])),
+                                   ([2, 3], np.array([[2.0, 4.0]]))])
+    assert avg["mean"] == 2.5 and avg["low"] == pytest.approx(0.250, abs=1e-3)
+    assert avg["high"] == pytest.approx(4.750, abs=1e-3)
+    assert paper._mean_over_points([([0, 1], np.ones((2, 2))),
+                                    ([1, 2], np.ones((2, 2)))])["high"] == 1.0
     assert paper._mean_over_points([([0], np.ones((2, 1)))]) is None
+
+
+def test_mean_over_points_reduces_to_the_paired_interval_and_covers() -> None:
+    import leaderboard.paper as paper
+
+    rng = np.random.default_rng(7)
+    # Every point on the same 6 instances: exactly the t-interval of the 6 per-instance
+    # averages over the points (the paired interval, 5 degrees of freedom).
+    x = rng.normal(1.0, 0.2, size=(6, 4))
+    avg = paper._mean_over_points([(list(range(6)), x[:, j][None, :]) for j in range(4)])
+    assert (avg["mean"], avg["low"], avg["high"]) == pytest.approx(
+        paper.t_interval(x.mean(axis=1)), rel=1e-12)
+    # Coverage: 6 correlated points, five with 12-11 instances and one lagging with 2 (a run
+    # in chunks). Over 1,000 draws the interval covers the true average 95% of the time,
+    # within three binomial standard errors (0.007); the intersection of instances (2) would
+    # give a t(1) interval about 5 times as wide.
+    mu, sd = np.linspace(0.9, 0.7, 6), np.linspace(0.15, 0.06, 6)
+    cov = 0.5 * np.outer(sd, sd) + np.diag(0.5 * sd**2)
+    counts = (12, 12, 12, 11, 11, 2)
+    hits = 0
+    for _ in range(1000):
+        draws = rng.multivariate_normal(mu, cov, size=12)
+        avg = paper._mean_over_points([(list(range(n)), draws[:n, j][None, :])
+                                       for j, n in enumerate(counts)])
+        hits += avg["low"] <= mu.mean() <= avg["high"]
+    assert abs(hits / 1000 - 0.95) <= 3 * np.sqrt(0.95 * 0.05 / 1000)
 
 
 def test_progress_counts_units_against_the_full_protocol() -> None:
