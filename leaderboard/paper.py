@@ -904,13 +904,17 @@ def _experiment_training(cfg: PaperConfig, out: Path,
         summary.append({"status": "missing", "source": "curve", "reason": msg.replace("\n", " ")})
     if per_flights:
         fl = sorted(per_flights)
-        a2.plot(
-            fl,
-            [np.mean(per_flights[f]) for f in fl],
-            marker="o",
-            ls="none",
-            label="learning-curve logs (wall time, incl. evaluation)",
-        )
+        every = [(f, t) for f in fl for t in per_flights[f]]
+        a2.scatter([e[0] for e in every], [e[1] for e in every], s=9, alpha=0.35, color="C0",
+                   label=f"each training ({len(every)}; wall time, incl. evaluation)")
+        a2.plot(fl, [np.mean(per_flights[f]) for f in fl], marker="o", ls="none", color="C0",
+                label="mean per flight count")
+        if len(fl) >= 2:
+            _, _, slope, icpt, r2 = _time_fit(per_flights)
+            line = np.linspace(0, max(fl), 50)
+            a2.plot(line, icpt + slope * line, color="C0", lw=1, ls="--",
+                    label=f"least squares: {icpt:.0f} s + {slope:.2f} s × flights "
+                          f"(R² = {r2:.2f})")
     if bench:
         pts = sorted((b["flights"], b["seconds"]) for b in bench)
         a2.plot(
@@ -934,6 +938,21 @@ def _experiment_training(cfg: PaperConfig, out: Path,
     _save(fig, out / "fig3_training.png")
     _write_csv(out / "fig3_training.csv", summary)
     return {"summary": summary, "losses": loss_runs}
+
+
+def _time_fit(per_flights: dict[int, list[float]]) -> tuple[np.ndarray, np.ndarray, float,
+                                                            float, float]:
+    """Training time against flights: the mean per flight count and its least-squares line.
+
+    Returns:
+        ``(flights, mean seconds, slope, intercept, R²)``, the line fitted to the means.
+    """
+    xs = np.array(sorted(per_flights), dtype=float)
+    ys = np.array([np.mean(per_flights[int(k)]) for k in xs])
+    slope, icpt = np.polyfit(xs, ys, 1)
+    r2 = 1.0 - float(np.sum((ys - (slope * xs + icpt)) ** 2)) / max(
+        float(np.sum((ys - ys.mean()) ** 2)), 1e-12)
+    return xs, ys, float(slope), float(icpt), r2
 
 
 def _late_share(losses: list[tuple[float, float]], target: float) -> float | None:
@@ -1227,11 +1246,7 @@ def _claims_table(cfg: PaperConfig, results: dict[str, dict]) -> list[str]:
             + " | the actor loss is -Q, which moves while the critic still learns: "
             "a small share is a flat curve, not a proof of convergence |")
     if len(by_flights) >= 2:
-        xs = np.array(sorted(by_flights), dtype=float)
-        ys = np.array([np.mean(by_flights[int(k)]) for k in xs])
-        slope, icpt = np.polyfit(xs, ys, 1)
-        r2 = 1.0 - float(np.sum((ys - (slope * xs + icpt)) ** 2)) / max(
-            float(np.sum((ys - ys.mean()) ** 2)), 1e-12)
+        xs, ys, slope, icpt, r2 = _time_fit(by_flights)
         rows.append(
             "| fig 3: training time is linear in flights | "
             + "; ".join(f"{int(k)}F: {y:.0f} s" for k, y in zip(xs, ys, strict=True))
