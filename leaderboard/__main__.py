@@ -245,6 +245,26 @@ def _cmd_paper(args: argparse.Namespace) -> int:
     if args.train_adaptive:
         steps = args.gradient_steps or (200 if args.quick else 10_000)
         cfg = cfg.replace(adaptive_gradient_steps=steps)
+    if args.verify is not None:
+        from leaderboard.paper import verify_units
+
+        if args.render_only:
+            print("error: --verify computes units again; --render-only computes none",
+                  file=sys.stderr)
+            return 2
+
+        try:
+            checks = verify_units(cfg, Path(args.out), count=args.verify, seed=args.verify_seed,
+                                  progress=not args.no_progress)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        for check in checks:
+            print(f"{check.path}: {check.message}")
+        bad = sum(not c.ok for c in checks)
+        print(f"{len(checks) - bad} of {len(checks)} unit(s) reproduced"
+              f" ({sum(c.exact for c in checks)} bit for bit)")
+        return 1 if bad else 0
     outputs = run_paper(cfg, Path(args.out), progress=not args.no_progress,
                         workers=args.workers, backend=args.backend, address=args.address)
     for path in outputs:
@@ -439,6 +459,13 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--render-only", action="store_true",
                     help="compute no unit: redraw every figure and the summary from the cached "
                     "units (a point shows the instances it has; the CSVs count them)")
+    pp.add_argument("--verify", type=cli_int(1), default=None, metavar="N",
+                    help="compute N cached units again from scratch (drawn at random from the "
+                    "experiments of --figures and the points this configuration names; alpha-"
+                    "DDPG retrained in a scratch folder) and compare them with the cache; "
+                    "exit 1 if one differs; draws nothing")
+    pp.add_argument("--verify-seed", type=cli_int(0), default=0,
+                    help="seed of --verify's draw (default 0)")
     pp.add_argument("--no-progress", action="store_true", help="no progress bar")
     pp.set_defaults(func=_cmd_paper)
 

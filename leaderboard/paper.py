@@ -69,7 +69,7 @@ from tsg_envs.provenance import provenance
 from tsg_envs.rollout import Agent, LPAgent
 
 __all__ = ["PAPER", "PaperConfig", "run_paper", "build_agent", "AGENT_LABELS", "paper_unit",
-           "unit_key", "unit_path", "UNIT_VERSION"]
+           "unit_key", "unit_path", "UNIT_VERSION", "UnitCheck", "verify_units"]
 
 #: The paper's stated numbers.
 PAPER: dict[str, Any] = {
@@ -1544,3 +1544,91 @@ def run_paper(cfg: PaperConfig, out: Path, progress: bool = True, workers: int =
     summary = _write_summary(cfg, out, results, time.perf_counter() - t0, unit_s,
                              [done[i] for i in sorted(done)])
     return sorted(out.glob("fig*.png")) + sorted(out.glob("fig*.csv")) + [summary]
+
+
+@dataclass(frozen=True)
+class UnitCheck:
+    """The verdict on one cached unit computed again.
+
+    Attributes:
+        path: The cached unit's file.
+        ok: Whether the fresh unit reproduced its rows (and its training's actor losses).
+        exact: Whether it did so bit for bit.
+        message: What was compared, or what differed.
+    """
+
+    path: Path
+    ok: bool
+    exact: bool
+    message: str
+
+
+def _comparable(unit: dict[str, Any]) -> dict[str, Any]:
+    """What a unit's computation determines: its rows and its training's actor losses.
+
+    Timings (set-up, rollouts, training, the curve's wall times) and provenance are the
+    machine's, not the computation's.
+    """
+    return {"rows": unit["rows"], "missing": unit["missing"],
+            "passengers": unit["passengers"], "n_days": unit["n_days"],
+            "losses": [[row[0], row[2]] for row in unit.get("curve") or []]}
+
+
+def verify_units(cfg: PaperConfig, out: Path, count: int = 1, seed: int = 0,
+                 rtol: float | None = None, progress: bool = True) -> list[UnitCheck]:
+    """Compute ``count`` cached units again from scratch and compare them with the cache.
+
+    The units are drawn (``numpy.random.default_rng(seed)``, without replacement) from the
+    cached units of ``cfg.figures`` whose key matches ``cfg``; α-DDPG, when the configuration
+    trains it, is trained again in a fresh scratch folder (never resumed from ``train_dir``).
+    A unit reproduces when every row, count and name is equal and every number is within a
+    relative ``rtol`` (default :data:`leaderboard.verify.DEFAULT_RTOL`) of the cached one, as
+    ``python -m leaderboard verify`` judges a leaderboard row; the verdict says whether it did
+    bit for bit.
+
+    Raises:
+        ValueError: when no cached unit of ``cfg.figures`` matches ``cfg``.
+    """
+    import tempfile
+
+    from tqdm.auto import tqdm
+
+    from leaderboard.verify import DEFAULT_RTOL, records_difference
+
+    rtol = DEFAULT_RTOL if rtol is None else float(rtol)
+    out = Path(out)
+    cached = []
+    for fig, sts in _settings(cfg).items():
+        if fig not in cfg.figures:
+            continue
+        for st in sts:
+            for inst in _instances(cfg, fig):
+                path = unit_path(out, fig, st, inst)
+                doc = _load_unit(path, unit_key(cfg, st, inst))
+                if doc is not None:
+                    cached.append((path, st, inst, doc))
+    if not cached:
+        raise ValueError(f"no cached unit of {', '.join(cfg.figures) or 'no experiment'} under "
+                         f"{out / 'units'} matches this configuration (its key)")
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(len(cached), size=min(count, len(cached)), replace=False))
+    checks = []
+    with tempfile.TemporaryDirectory(prefix="paper-verify-") as scratch:
+        fresh_cfg = cfg.replace(train_dir=scratch)
+        for i in tqdm(picked, desc="units computed again", unit="unit", disable=not progress):
+            path, st, inst, doc = cached[i]
+            want, got = _comparable(doc), _comparable(paper_unit((fresh_cfg, st, inst)))
+            diff = records_difference(want, got)
+            n = f"{len(want['rows'])} rows"
+            if want == got:
+                checks.append(UnitCheck(path, True, True, f"reproduced bit for bit ({n})"))
+            elif diff is None:
+                checks.append(UnitCheck(path, False, False,
+                                        f"differs: other rows, names or counts ({n} cached)"))
+            elif diff <= rtol:
+                checks.append(UnitCheck(path, True, False, f"reproduced to a relative "
+                                        f"{diff:.1e} (within {rtol:g}; {n})"))
+            else:
+                checks.append(UnitCheck(path, False, False, f"differs: a number by a relative "
+                                        f"{diff:.1e} (over {rtol:g}; {n})"))
+    return checks

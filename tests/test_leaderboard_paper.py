@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from leaderboard.__main__ import main
-from leaderboard.paper import PaperConfig, run_paper
+from leaderboard.paper import PaperConfig, run_paper, verify_units
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURES = (
@@ -266,6 +266,9 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
     assert (f"5F: {float(ours['mean']):.2f} [{float(ours['mean_low']):.2f}, "
             f"{float(ours['mean_high']):.2f}]") in claim
     assert "stand-in" not in fig1["slack-lp"]["label"] + summary  # α-DDPG itself is there
+    # computed again from scratch (α-DDPG retrained in a scratch folder): the same bits
+    (check,) = verify_units(cfg, out, progress=False)
+    assert check.ok and check.exact, check.message
 
 
 def test_render_only_and_flights_options(local_run: Path, tmp_path: Path, monkeypatch,
@@ -464,3 +467,35 @@ def test_units_keep_their_provenance_and_the_summary_groups_them(local_run: Path
     assert lines[4] == epyc  # commits in the order first used; 1800 s + 3600 s
     assert lines[5] == f"| Xeon, 2 CPUs, x86_64 | {soft.format('2.11.0')} | ccccccc | 1 | 0.1 |"
     assert lines[6].startswith("| not recorded") and lines[6].endswith("| - | - | 1 | 3.0 |")
+
+
+def test_verify_computes_cached_units_again_and_compares(local_run: Path, tmp_path: Path,
+                                                         capsys) -> None:
+    import json
+
+    out = _copy(local_run, tmp_path / "verify")
+    checks = verify_units(TINY_PAPER, out, count=5, progress=False)  # all three units
+    assert len(checks) == 3 and all(c.ok and c.exact for c in checks)
+    assert {c.message for c in checks} == {"reproduced bit for bit (2 rows)"}
+    name = out / "units/fig1/window-5F/i0.json"
+    doc = json.loads(name.read_text())
+    wait = doc["rows"][1]["mean_wait"]
+    fig1 = TINY_PAPER.replace(figures=("fig1",))
+    for scale, ok in ((1 + 1e-9, True), (1 + 1e-3, False)):
+        doc["rows"][1]["mean_wait"] = wait * scale
+        name.write_text(json.dumps(doc))
+        (check,) = verify_units(fig1, out, progress=False)
+        assert check.path == name and check.ok is ok and not check.exact
+        assert check.message.startswith("reproduced to a relative 1.0e-09" if ok
+                                        else "differs: a number by a relative 1.0e-03")
+    doc["rows"].pop()
+    name.write_text(json.dumps(doc))
+    (check,) = verify_units(fig1, out, progress=False)
+    assert not check.ok and check.message.startswith("differs: other rows")
+    with pytest.raises(ValueError, match="no cached unit of fig1"):
+        verify_units(fig1.replace(days=2), out, progress=False)  # another key
+    # the command line: a usage error, not a run
+    assert main(["paper", "--verify", "1", "--render-only", "--out", str(out)]) == 2
+    assert main(["paper", "--verify", "1", "--out", str(tmp_path / "empty"),
+                 "--no-progress"]) == 2
+    assert "no cached unit" in capsys.readouterr().err
