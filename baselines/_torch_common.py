@@ -57,6 +57,8 @@ __all__ = [
     "git_commit",
     "CurveLog",
     "latest_checkpoint",
+    "resume_state",
+    "run_identity",
     "save_checkpoint",
     "end_day",
     "save_best",
@@ -440,6 +442,40 @@ def latest_checkpoint(out: Path) -> Path | None:
     return cks[-1] if cks else None
 
 
+def run_identity(run: RunConfig) -> dict[str, Any]:
+    """What a run trains on (environment, instance, env kwargs, seed), as checkpoints record it.
+
+    A resume checks it: continuing another run's checkpoint would train a mix of two runs.
+    """
+    from baselines.nonlearning import jsonable
+
+    return {"env_id": run.env_id, "instance_seed": int(run.instance_seed),
+            "env_kwargs": jsonable(run.env_kwargs), "seed": int(run.seed)}
+
+
+def resume_state(out: Path, method: str, run: RunConfig) -> dict[str, Any] | None:
+    """The newest checkpoint under ``out`` to resume ``run`` from, or None when there is none.
+
+    Raises:
+        ValueError: when it holds another method, or another run's environment, instance, env
+            kwargs or seed (checkpoints written before runs recorded theirs are not checked).
+    """
+    ckpt = latest_checkpoint(out)
+    if ckpt is None:
+        return None
+    state = load_checkpoint(ckpt)
+    if state["method"] != method:
+        raise ValueError(f"{ckpt} holds a {state['method']} run, not {method}")
+    saved, ours = state.get("run"), run_identity(run)
+    if saved is not None and saved != ours:
+        differ = sorted(k for k in ours if saved.get(k) != ours[k])
+        raise ValueError(
+            f"{ckpt} belongs to another run (its {', '.join(differ)} differ: "
+            f"{ {k: saved.get(k) for k in differ} } there, { {k: ours[k] for k in differ} } "
+            "here); train into another out directory or delete that one")
+    return state
+
+
 def save_checkpoint(out: Path, step: int, payload: dict[str, Any]) -> Path:
     """Write ``payload`` atomically to ``out/ckpt_{step}.pt`` and return the path."""
     out = Path(out)
@@ -586,11 +622,8 @@ def train_off_policy(
     mean_reward = 0.0  # r̄ of reward centering
     best_eval = float("inf")
     losses: list[float] = []
-    ckpt = latest_checkpoint(out)
-    if ckpt is not None:
-        state = load_checkpoint(ckpt)
-        if state["method"] != method:
-            raise ValueError(f"{ckpt} holds a {state['method']} run, not {method}")
+    state = resume_state(out, method, run)
+    if state is not None:
         algorithm.load_state_dict(state["algorithm"])
         step, day, grad = state["step"], state["day"], state["gradient_steps"]
         mean_reward = state.get("mean_reward", 0.0)
@@ -609,6 +642,7 @@ def train_off_policy(
     def payload(with_buffer: bool) -> dict[str, Any]:
         return {
             "method": method,
+            "run": run_identity(run),
             "config": dataclasses.asdict(cfg),
             "algorithm": algorithm.state_dict(),
             "gradient_steps": grad,

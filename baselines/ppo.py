@@ -38,11 +38,12 @@ from baselines._torch_common import (
     day_seed,
     end_day,
     evaluate_mean_wait,
-    latest_checkpoint,
     load_checkpoint,
     make_config,
     progress_bar,
+    resume_state,
     rng_state,
+    run_identity,
     save_best,
     set_rng_state,
 )
@@ -168,11 +169,8 @@ def train(run: RunConfig) -> TorchAgent:
     shuffle_state = np.random.RandomState(run.seed).get_state()  # Tianshou's mini-batch order
     # Gradient steps (mini-batches) of one update: ``repeat`` passes over n_steps transitions.
     per_update = cfg.repeat * -(-cfg.n_steps // cfg.batch_size)
-    ckpt = latest_checkpoint(out)
-    if ckpt is not None:
-        state = load_checkpoint(ckpt)
-        if state["method"] != "ppo":
-            raise ValueError(f"{ckpt} holds a {state['method']} run, not ppo")
+    state = resume_state(out, "ppo", run)
+    if state is not None:
         algorithm.load_state_dict(state["algorithm"])
         step, day, wall_before = state["step"], state["day"], state["wall_s"]
         grad = state["gradient_steps"]
@@ -189,6 +187,7 @@ def train(run: RunConfig) -> TorchAgent:
     def payload() -> dict[str, Any]:
         return {
             "method": "ppo",
+            "run": run_identity(run),
             "config": dataclasses.asdict(cfg),
             "algorithm": algorithm.state_dict(),
             "gradient_steps": grad,

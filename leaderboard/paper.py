@@ -258,17 +258,30 @@ def unit_key(cfg: PaperConfig, setting: _Setting, inst: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def _train_path(cfg: PaperConfig, setting: _Setting, inst: int) -> Path:
+    """The unit's α-DDPG run folder, ``TRAIN_DIR/SLUG/iINSTANCE-KEY``.
+
+    Named by the unit's key, so that a run of another protocol or budget (a ``--quick`` or
+    ``--gradient-steps`` run, say) is never resumed into this unit.
+    """
+    return Path(cfg.train_dir) / setting.slug / f"i{inst}-{unit_key(cfg, setting, inst)}"
+
+
 def _train_adaptive(cfg: PaperConfig, setting: _Setting, inst: int,
                     kwargs: dict[str, Any]) -> tuple[Agent, float]:
-    """α-DDPG trained on the unit (resumable under ``train_dir``); (agent, training seconds)."""
+    """α-DDPG trained on the unit; (agent, training seconds).
+
+    Resumable: an interrupted training continues from its last checkpoint, replay buffer
+    included (``save_buffer``), so the unit is the same bits as an uninterrupted one.
+    """
     from baselines.api import RunConfig, get_method
 
     run = RunConfig(algo="alpha-ddpg", env_id=_BASE_ID,
                     gradient_steps=int(cfg.adaptive_gradient_steps or 0), seed=0,
-                    out=Path(cfg.train_dir) / setting.slug / f"i{inst}", instance_seed=inst,
+                    out=_train_path(cfg, setting, inst), instance_seed=inst,
                     env_kwargs={k: (np.asarray(v) if k == "risk_bound" else v)
                                 for k, v in kwargs.items()},
-                    progress=False)
+                    hparams={"save_buffer": True}, progress=False)
     t = time.perf_counter()
     agent = get_method("alpha-ddpg").train(run)
     return agent, time.perf_counter() - t
@@ -280,7 +293,7 @@ def _training_curve(cfg: PaperConfig, setting: _Setting, inst: int) -> list[list
     ``wall_s`` counts the training's own time across resumptions (it is saved in every
     checkpoint), so the curve is the same whether the run was trained at once or in chunks.
     """
-    path = Path(cfg.train_dir) / setting.slug / f"i{inst}" / "curve.csv"
+    path = _train_path(cfg, setting, inst) / "curve.csv"
     out: list[list[float | None]] = []
     for r in _read_curves([path]):
         loss = r.get("actor_loss")
@@ -828,7 +841,7 @@ def _experiment_training(cfg: PaperConfig, out: Path,
                          "actor_loss": "" if loss is None else loss,
                          "env_id": f"{_BASE_ID} ({unit['slug']}, instance "
                                    f"{unit['instance_seed']})",
-                         "_file": fname, "_flights": flights})
+                         "_file": fname, "_flights": flights, "_machine": _machine(unit)})
     bench = _read_bench(files)
     fig, (a1, a2) = _figure_pair("Scalability: α-DDPG training (" + (
         "experiment 1's per-instance trainings)" if units else "from the baselines' logs)"))
@@ -841,7 +854,7 @@ def _experiment_training(cfg: PaperConfig, out: Path,
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
         runs.setdefault((r.get("env_id", "?"), r["_file"]), []).append(r)
-    per_flights: dict[int, list[float]] = {}
+    per_flights: dict[str, dict[int, list[float]]] = {}  # machine -> flights -> seconds
     loss_runs: dict[int | None, list[list[tuple[float, float]]]] = {}
     colours: dict[int | None, str] = {}
     for (env_id, fname), rs in sorted(runs.items(), key=lambda kv: (
@@ -869,7 +882,8 @@ def _experiment_training(cfg: PaperConfig, out: Path,
         if flights is None or steps.max() < target:
             continue
         t10k = float(np.interp(target, steps[order], wall[order]))
-        per_flights.setdefault(flights, []).append(t10k)
+        machine = rs[0].get("_machine") or _UNRECORDED
+        per_flights.setdefault(machine, {}).setdefault(flights, []).append(t10k)
         summary.append(
             {
                 "status": "ok",
@@ -877,6 +891,7 @@ def _experiment_training(cfg: PaperConfig, out: Path,
                 "env_id": env_id,
                 "flights": flights,
                 "seconds_to_10k_steps": t10k,
+                "machine": machine,
                 "file": fname,
             }
         )
@@ -902,18 +917,20 @@ def _experiment_training(cfg: PaperConfig, out: Path,
             0.5, 0.5, msg, ha="center", va="center", fontsize=7, transform=a1.transAxes, wrap=True
         )
         summary.append({"status": "missing", "source": "curve", "reason": msg.replace("\n", " ")})
-    if per_flights:
-        fl = sorted(per_flights)
-        every = [(f, t) for f in fl for t in per_flights[f]]
-        a2.scatter([e[0] for e in every], [e[1] for e in every], s=9, alpha=0.35, color="C0",
-                   label=f"each training ({len(every)}; wall time, incl. evaluation)")
-        a2.plot(fl, [np.mean(per_flights[f]) for f in fl], marker="o", ls="none", color="C0",
-                label="mean per flight count")
+    # one colour per machine: wall times compare only on the same machine
+    for j, (machine, times) in enumerate(sorted(per_flights.items(),
+                                                key=lambda kv: (kv[0] == _UNRECORDED, kv[0]))):
+        fl, colour = sorted(times), f"C{j % 10}"
+        every = [(f, t) for f in fl for t in times[f]]
+        a2.scatter([e[0] for e in every], [e[1] for e in every], s=9, alpha=0.35, color=colour,
+                   label=f"{machine}: each training ({len(every)}; wall time, incl. evaluation)")
+        a2.plot(fl, [np.mean(times[f]) for f in fl], marker="o", ls="none", color=colour,
+                label=f"{machine}: mean per flight count")
         if len(fl) >= 2:
-            _, _, slope, icpt, r2 = _time_fit(per_flights)
+            _, _, slope, icpt, r2 = _time_fit(times)
             line = np.linspace(0, max(fl), 50)
-            a2.plot(line, icpt + slope * line, color="C0", lw=1, ls="--",
-                    label=f"least squares: {icpt:.0f} s + {slope:.2f} s × flights "
+            a2.plot(line, icpt + slope * line, color=colour, lw=1, ls="--",
+                    label=f"{machine}: {icpt:.0f} s + {slope:.2f} s × flights "
                           f"(R² = {r2:.2f})")
     if bench:
         pts = sorted((b["flights"], b["seconds"]) for b in bench)
@@ -926,7 +943,7 @@ def _experiment_training(cfg: PaperConfig, out: Path,
     if per_flights or bench:
         a2.set_xlabel("flights")
         a2.set_ylabel("wall time to 10,000 gradient steps, s")
-        a2.legend(fontsize=7)
+        a2.legend(fontsize=6)
         if len({s["flights"] for s in summary if s["status"] == "ok"}) < 2:
             a2.set_title("only one flight count logged: run python -m baselines.bench", fontsize=8)
     else:
@@ -1228,12 +1245,11 @@ def _claims_table(cfg: PaperConfig, results: dict[str, dict]) -> list[str]:
                     f"; wait at {pts[-1]['x']:g} ψ^LP: {_ci(pts[-1])} of its wait at "
                     f"{pts[0]['x']:g} ψ^LP | "
                     f"{_falls_verdict(trend)} |")
-    timed = sorted((int(r["flights"]), float(r["seconds_to_10k_steps"]))
-                   for r in results["fig3"]["summary"]
-                   if r.get("status") == "ok" and r.get("source") == "curve")
-    by_flights: dict[int, list[float]] = {}
-    for k, t in timed:
-        by_flights.setdefault(k, []).append(t)
+    by_machine: dict[str, dict[int, list[float]]] = {}
+    for r in results["fig3"]["summary"]:
+        if r.get("status") == "ok" and r.get("source") == "curve":
+            by_machine.setdefault(r.get("machine") or _UNRECORDED, {}).setdefault(
+                int(r["flights"]), []).append(float(r["seconds_to_10k_steps"]))
     shares = {k: [x for run in runs if (x := _late_share(run, PAPER["steps_to_converge"]))
                   is not None] for k, runs in results["fig3"].get("losses", {}).items()
               if k is not None}
@@ -1245,13 +1261,18 @@ def _claims_table(cfg: PaperConfig, results: dict[str, dict]) -> list[str]:
             + "; ".join(f"{k}F: {np.mean(v):.2f}" for k, v in shares.items())
             + " | the actor loss is -Q, which moves while the critic still learns: "
             "a small share is a flat curve, not a proof of convergence |")
-    if len(by_flights) >= 2:
-        xs, ys, slope, icpt, r2 = _time_fit(by_flights)
-        rows.append(
-            "| fig 3: training time is linear in flights | "
-            + "; ".join(f"{int(k)}F: {y:.0f} s" for k, y in zip(xs, ys, strict=True))
-            + f" to 10,000 mini-batches; least squares {icpt:.0f} s + {slope:.2f} s × flights, "
-            f"R² = {r2:.2f} | affine: a fixed cost per mini-batch plus a share per flight |")
+    fits = []
+    for machine, by_flights in sorted(by_machine.items(),
+                                      key=lambda kv: (kv[0] == _UNRECORDED, kv[0])):
+        if len(by_flights) >= 2:
+            xs, ys, slope, icpt, r2 = _time_fit(by_flights)
+            fits.append(f"{machine}: " + "; ".join(
+                f"{int(k)}F: {y:.0f} s" for k, y in zip(xs, ys, strict=True))
+                + f" to 10,000 mini-batches; least squares {icpt:.0f} s + {slope:.2f} s × "
+                f"flights, R² = {r2:.2f}")
+    if fits:
+        rows.append("| fig 3: training time is linear in flights | " + " — ".join(fits)
+                    + " | affine: a fixed cost per mini-batch plus a share per flight |")
     if not rows:
         return []
     avgs = {name: _average(cfg, results["fig1"], name)
@@ -1324,6 +1345,19 @@ def _instance_counts(summary: list[dict[str, Any]], unit: str, asked: int) -> st
 
 #: The packages a unit's software stack is named by in the summary.
 _STACK = ("torch", "numpy", "scipy", "highspy", "tianshou")
+
+
+#: How the summary names the machine of units that did not record theirs.
+_UNRECORDED = "machine not recorded"
+
+
+def _machine(unit: dict[str, Any]) -> str:
+    """The machine a unit was computed on, ``CPU model (N CPUs)``, for grouping its timings."""
+    prov = unit.get("provenance")
+    if not isinstance(prov, dict):
+        return _UNRECORDED
+    hw = prov.get("hardware") or {}
+    return f"{hw.get('processor') or 'unknown CPU'} ({hw.get('cpu_count')} CPUs)"
 
 
 def _provenance_table(units: list[dict[str, Any]]) -> list[str]:
@@ -1564,14 +1598,57 @@ class UnitCheck:
 
 
 def _comparable(unit: dict[str, Any]) -> dict[str, Any]:
-    """What a unit's computation determines: its rows and its training's actor losses.
+    """What a unit's computation determines, part by part.
+
+    Each agent's rows, the unit's counts and names, and α-DDPG's training (its actor losses;
+    empty when the unit trained none).
 
     Timings (set-up, rollouts, training, the curve's wall times) and provenance are the
     machine's, not the computation's.
     """
-    return {"rows": unit["rows"], "missing": unit["missing"],
-            "passengers": unit["passengers"], "n_days": unit["n_days"],
-            "losses": [[row[0], row[2]] for row in unit.get("curve") or []]}
+    parts: dict[str, Any] = {"counts": {"missing": unit["missing"],
+                                        "passengers": unit["passengers"],
+                                        "n_days": unit["n_days"]}}
+    for row in unit["rows"]:
+        parts.setdefault(f"rows of {row['agent']}", []).append(row)
+    parts["α-DDPG's training"] = [[row[0], row[2]] for row in unit.get("curve") or []]
+    return parts
+
+
+def _unit_verdict(cached: dict[str, Any], fresh: dict[str, Any],
+                  rtol: float) -> tuple[bool, bool, str]:
+    """``(reproduced, bit for bit, message)`` of a unit computed again against its cache.
+
+    Every part of :func:`_comparable` is judged on its own, as
+    :func:`leaderboard.verify.records_difference` does (the same structure, names and counts;
+    numbers within a relative ``rtol``), so the message says which agents reproduced.
+    """
+    from leaderboard.verify import records_difference
+
+    want, got = _comparable(cached), _comparable(fresh)
+    n = f"{len(cached['rows'])} rows"
+    if want == got:
+        return True, True, f"reproduced bit for bit ({n})"
+    same, near, off = [], [], []
+    for part in sorted(set(want) | set(got)):
+        if part not in want or part not in got:
+            off.append(f"{part}: only in the {'cache' if part in want else 'fresh unit'}")
+            continue
+        if want[part] == got[part]:
+            same.append(part)
+            continue
+        diff = records_difference(want[part], got[part])
+        if diff is None:
+            off.append(f"{part}: other rows, names or counts")
+        elif diff <= rtol:
+            near.append(f"{part} to a relative {diff:.1e}")
+        else:
+            off.append(f"{part} by a relative {diff:.1e}")
+    tail = "; ".join(x for x in (", ".join(near) and f"within {rtol:g}: {', '.join(near)}",
+                                  ", ".join(same) and f"bit for bit: {', '.join(same)}") if x)
+    if off:
+        return False, False, f"differs: {'; '.join(off)} (over {rtol:g}; {n}); {tail}"
+    return True, False, f"reproduced {tail} ({n})"
 
 
 def verify_units(cfg: PaperConfig, out: Path, count: int = 1, seed: int = 0,
@@ -1593,7 +1670,7 @@ def verify_units(cfg: PaperConfig, out: Path, count: int = 1, seed: int = 0,
 
     from tqdm.auto import tqdm
 
-    from leaderboard.verify import DEFAULT_RTOL, records_difference
+    from leaderboard.verify import DEFAULT_RTOL
 
     rtol = DEFAULT_RTOL if rtol is None else float(rtol)
     out = Path(out)
@@ -1617,18 +1694,6 @@ def verify_units(cfg: PaperConfig, out: Path, count: int = 1, seed: int = 0,
         fresh_cfg = cfg.replace(train_dir=scratch)
         for i in tqdm(picked, desc="units computed again", unit="unit", disable=not progress):
             path, st, inst, doc = cached[i]
-            want, got = _comparable(doc), _comparable(paper_unit((fresh_cfg, st, inst)))
-            diff = records_difference(want, got)
-            n = f"{len(want['rows'])} rows"
-            if want == got:
-                checks.append(UnitCheck(path, True, True, f"reproduced bit for bit ({n})"))
-            elif diff is None:
-                checks.append(UnitCheck(path, False, False,
-                                        f"differs: other rows, names or counts ({n} cached)"))
-            elif diff <= rtol:
-                checks.append(UnitCheck(path, True, False, f"reproduced to a relative "
-                                        f"{diff:.1e} (within {rtol:g}; {n})"))
-            else:
-                checks.append(UnitCheck(path, False, False, f"differs: a number by a relative "
-                                        f"{diff:.1e} (over {rtol:g}; {n})"))
+            ok, exact, message = _unit_verdict(doc, paper_unit((fresh_cfg, st, inst)), rtol)
+            checks.append(UnitCheck(path, ok, exact, message))
     return checks

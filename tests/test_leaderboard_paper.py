@@ -269,6 +269,10 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
     # computed again from scratch (α-DDPG retrained in a scratch folder): the same bits
     (check,) = verify_units(cfg, out, progress=False)
     assert check.ok and check.exact, check.message
+    # its training lives in a folder named by the unit's key: another budget trains afresh
+    # in its own folder instead of resuming this one
+    (run,) = (tmp_path / "train" / "window-5F").iterdir()
+    assert run.name == f"i0-{unit['key']}" and (run / "curve.csv").exists()
 
 
 def test_render_only_and_flights_options(local_run: Path, tmp_path: Path, monkeypatch,
@@ -476,7 +480,7 @@ def test_verify_computes_cached_units_again_and_compares(local_run: Path, tmp_pa
     out = _copy(local_run, tmp_path / "verify")
     checks = verify_units(TINY_PAPER, out, count=5, progress=False)  # all three units
     assert len(checks) == 3 and all(c.ok and c.exact for c in checks)
-    assert {c.message for c in checks} == {"reproduced bit for bit (2 rows)"}
+    assert {c.message for c in checks} == {"reproduced bit for bit (2 rows)"}  # lp, slack-lp
     name = out / "units/fig1/window-5F/i0.json"
     doc = json.loads(name.read_text())
     wait = doc["rows"][1]["mean_wait"]
@@ -486,12 +490,17 @@ def test_verify_computes_cached_units_again_and_compares(local_run: Path, tmp_pa
         name.write_text(json.dumps(doc))
         (check,) = verify_units(fig1, out, progress=False)
         assert check.path == name and check.ok is ok and not check.exact
-        assert check.message.startswith("reproduced to a relative 1.0e-09" if ok
-                                        else "differs: a number by a relative 1.0e-03")
+        # row 1 is slack-lp's: the LP's rows still reproduce bit for bit
+        assert check.message == (
+            "reproduced within 1e-06: rows of slack-lp to a relative 1.0e-09; bit for bit: "
+            "counts, rows of lp, α-DDPG's training (2 rows)" if ok else
+            "differs: rows of slack-lp by a relative 1.0e-03 (over 1e-06; 2 rows); bit for "
+            "bit: counts, rows of lp, α-DDPG's training")
     doc["rows"].pop()
     name.write_text(json.dumps(doc))
     (check,) = verify_units(fig1, out, progress=False)
-    assert not check.ok and check.message.startswith("differs: other rows")
+    assert not check.ok and check.message.startswith("differs: rows of slack-lp: only in the "
+                                                     "fresh unit")
     with pytest.raises(ValueError, match="no cached unit of fig1"):
         verify_units(fig1.replace(days=2), out, progress=False)  # another key
     # the command line: a usage error, not a run

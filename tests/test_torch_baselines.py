@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
@@ -176,6 +177,25 @@ def test_resume_is_exact_and_deterministic(tmp_path: Path, env: gym.Env) -> None
     buffer = pickle.loads(full_state["buffer"])
     assert len(buffer) == 1000
     _assert_feasible(env, buffer.obs[:1000], buffer.act[:1000])
+
+
+def test_a_resume_refuses_another_runs_checkpoint(tmp_path: Path) -> None:
+    from baselines._torch_common import run_identity
+
+    hp = dict(warmup_steps=100, batch_size=32)
+    first = _run(tmp_path, "alpha-ddpg", 10, **hp)
+    get_method("alpha-ddpg").train(first)
+    state = load_checkpoint(latest_checkpoint(first.out))
+    assert state["run"] == {"env_id": "tsg/Screening-v1", "instance_seed": 0,
+                            "env_kwargs": {}, "seed": 3} == run_identity(first)
+    # the same out directory for another instance, seed or env kwargs: refused, not resumed
+    for change in ({"instance_seed": 1}, {"seed": 4}, {"env_kwargs": {"risk_slack": 0.1}}):
+        other = dataclasses.replace(first, gradient_steps=20, **change)
+        with pytest.raises(ValueError, match=f"belongs to another run \\(its {next(iter(change))}"):
+            get_method("alpha-ddpg").train(other)
+    # the same run with a larger budget resumes
+    get_method("alpha-ddpg").train(dataclasses.replace(first, gradient_steps=20))
+    assert load_checkpoint(latest_checkpoint(first.out))["gradient_steps"] == 20
 
 
 @pytest.mark.slow
