@@ -1371,16 +1371,12 @@ def _provenance_table(units: list[dict[str, Any]]) -> list[str]:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for u in units:
         prov = u.get("provenance")
-        if not isinstance(prov, dict):
-            key = ("not recorded (units computed before they kept their provenance)", "")
-        else:
-            hw = prov.get("hardware") or {}
+        soft = ""
+        if isinstance(prov, dict):
             pk = prov.get("packages") or {}
-            key = (f"{hw.get('processor') or 'unknown CPU'}, {hw.get('cpu_count')} CPUs, "
-                   f"{hw.get('machine') or '?'}",
-                   f"Python {prov.get('python')}; "
-                   + ", ".join(f"{n} {pk.get(n)}" for n in _STACK))
-        groups.setdefault(key, []).append(u)
+            soft = (f"Python {prov.get('python')}; "
+                    + ", ".join(f"{n} {pk.get(n)}" for n in _STACK))
+        groups.setdefault((_machine(u), soft), []).append(u)
     lines = [
         "## Where the units were computed",
         "",
@@ -1398,6 +1394,8 @@ def _provenance_table(units: list[dict[str, Any]]) -> list[str]:
         code = ", ".join(commits[:3]) + (f" and {len(commits) - 3} more" if len(commits) > 3
                                          else "")
         hours = sum(_unit_seconds(u) for u in us) / 3600
+        if machine == _UNRECORDED:
+            machine += " (units computed before they kept their provenance)"
         lines.append(f"| {machine} | {soft or '-'} | {code or '-'} | {len(us)} | "
                      f"{hours:.1f} |")
     return [*lines, ""]
