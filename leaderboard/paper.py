@@ -262,26 +262,32 @@ def _train_path(cfg: PaperConfig, setting: _Setting, inst: int) -> Path:
     """The unit's α-DDPG run folder, ``TRAIN_DIR/SLUG/iINSTANCE-KEY``.
 
     Named by the unit's key, so that a run of another protocol or budget (a ``--quick`` or
-    ``--gradient-steps`` run, say) is never resumed into this unit.
+    ``--gradient-steps`` run, say) never mixes with this unit's.
     """
     return Path(cfg.train_dir) / setting.slug / f"i{inst}-{unit_key(cfg, setting, inst)}"
 
 
 def _train_adaptive(cfg: PaperConfig, setting: _Setting, inst: int,
                     kwargs: dict[str, Any]) -> tuple[Agent, float]:
-    """α-DDPG trained on the unit; (agent, training seconds).
+    """α-DDPG trained on the unit from scratch; (agent, training seconds).
 
-    Resumable: an interrupted training continues from its last checkpoint, replay buffer
-    included (``save_buffer``), so the unit is the same bits as an uninterrupted one.
+    The unit's run folder is emptied first: a training interrupted with its unit starts again
+    rather than resume, so every unit is one uninterrupted training (a resume without the
+    replay buffer trains differently, and checkpoints with it take gigabytes per unit). The
+    finished run stays (its checkpoint, ``best.pt`` and learning curve).
     """
+    import shutil
+
     from baselines.api import RunConfig, get_method
 
+    out = _train_path(cfg, setting, inst)
+    shutil.rmtree(out, ignore_errors=True)
     run = RunConfig(algo="alpha-ddpg", env_id=_BASE_ID,
                     gradient_steps=int(cfg.adaptive_gradient_steps or 0), seed=0,
-                    out=_train_path(cfg, setting, inst), instance_seed=inst,
+                    out=out, instance_seed=inst,
                     env_kwargs={k: (np.asarray(v) if k == "risk_bound" else v)
                                 for k, v in kwargs.items()},
-                    hparams={"save_buffer": True}, progress=False)
+                    progress=False)
     t = time.perf_counter()
     agent = get_method("alpha-ddpg").train(run)
     return agent, time.perf_counter() - t

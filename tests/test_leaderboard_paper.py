@@ -246,7 +246,14 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
     cfg = TINY_PAPER.replace(adaptive_gradient_steps=20, train_dir=str(tmp_path / "train"),
                              figures=("fig1",), curve_dirs=(str(curves),))
     out = tmp_path / "paper"
+    # a unit's training starts from scratch: whatever its folder holds is not resumed
+    import leaderboard.paper as paper
+
+    stale = paper._train_path(cfg, paper._settings(cfg)["fig1"][0], 0)
+    stale.mkdir(parents=True)
+    (stale / "ckpt_00000100.pt").write_bytes(b"not a checkpoint")
     run_paper(cfg, out, progress=False)
+    assert not (stale / "ckpt_00000100.pt").exists()
     unit = _units(out)["units/fig1/window-5F/i0.json"]
     assert {r["agent"] for r in unit["rows"]} == {"lp", "slack-lp", "alpha-ddpg"}
     curve = unit["curve"]
@@ -269,8 +276,8 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
     # computed again from scratch (α-DDPG retrained in a scratch folder): the same bits
     (check,) = verify_units(cfg, out, progress=False)
     assert check.ok and check.exact, check.message
-    # its training lives in a folder named by the unit's key: another budget trains afresh
-    # in its own folder instead of resuming this one
+    # its training lives in a folder named by the unit's key: another budget's run never
+    # mixes with it
     (run,) = (tmp_path / "train" / "window-5F").iterdir()
     assert run.name == f"i0-{unit['key']}" and (run / "curve.csv").exists()
 
