@@ -345,35 +345,66 @@ def test_a_point_with_more_instances_keeps_the_others(local_run: Path, tmp_path:
             in (out / "summary.md").read_text())
 
 
-def test_trend_is_a_rank_test_worked_by_hand() -> None:
+def test_trend_is_a_rank_test_over_instances_worked_by_hand() -> None:
+    import math
+
+    from scipy import stats
+
     import leaderboard.paper as paper
 
-    def pts(ys: list[float]) -> list[dict]:
-        return [{"x": float(i), "mean": y, "agent": "a"} for i, y in enumerate(ys)]
+    def result(points: dict[float, list[float]]) -> dict:
+        """One day per instance: each instance's mean is its one value."""
+        col = paper._Collector()
+        for x, ys in points.items():
+            for i, y in enumerate(ys):
+                col.rows.append({"x": x, "agent": "a", "instance_seed": i,
+                                 "arrival_seed": paper.EVAL_SEED_BASE, "ratio_vs_lp": y})
+        return {"collector": col}
 
-    # Seven points falling but for one swap: 20 of the 21 pairs fall, τ = (1 - 20) / 21; of
-    # the 7! = 5040 orders, 1 + 6 have at most one inversion and as many at most one
-    # non-inversion, so the exact two-sided p = 14 / 5040.
-    one_swap = pts([0.94, 0.90, 0.86, 0.80, 0.82, 0.79, 0.76])
-    tau, p = paper._kendall(one_swap, "a")
-    assert tau == pytest.approx(-19 / 21) and p == pytest.approx(14 / 5040)
-    assert paper._trend(one_swap, "a") == "falls"
-    assert (paper._trend_text(one_swap, "a")
-            == "falls (τ = -0.90, p = 0.0028; 0.94 at 0 to 0.76 at 6)")
-    # A point with one instance is shown but not tested: the same points and a last one out
-    # of line from a single game leave the verdict unchanged.
-    lone = [*one_swap, {"x": 7.0, "mean": 5.0, "agent": "a", "n_instances": 1}]
-    assert paper._kendall(lone, "a") == paper._kendall(one_swap, "a")
+    cfg = paper.PaperConfig(days=1)
+
+    def pts(points: dict[float, list[float]]) -> list:
+        return paper._trend_points(cfg, result(points), "a")
+
+    # Three points of two instances, strictly falling: the 12 pairs across points all fall and
+    # the 3 within a point are tied in x, so S = -12, τ_b = -12 / sqrt(12 * 15) = -2 / sqrt(5);
+    # Var S = (6*5*17 - 3 * 2*1*9) / 18 = 76 / 3, p = erfc(12 / sqrt(76/3) / sqrt(2)) = 0.0171.
+    three = pts({0.0: [6, 5], 1.0: [4, 3], 2.0: [2, 1]})
+    tau, p = paper._kendall(three)
+    assert tau == pytest.approx(-2 / math.sqrt(5))
+    assert p == pytest.approx(math.erfc(12 / math.sqrt(76 / 3) / math.sqrt(2)))
+    assert p == pytest.approx(0.01712, abs=5e-5)
+    assert paper._trend(three) == "falls"
+    assert (paper._trend_text(three)
+            == "falls (τ = -0.89 over 6 instances, p = 0.017; 5.50 at 0 to 1.50 at 2)")
+    # A point weighs as many instances as it has. Five points of five instances, every
+    # instance below the point before, and a sixth point of two instances out of line (between
+    # the third and the fourth): the six point means fall but for two inversions, which
+    # Kendall's τ of the means cannot call (τ = -11/15, exact p = 2 * 20 / 6! = 0.056). Over
+    # instances: 250 + 30 pairs fall and 20 rise, S = -260; pairs untied in x:
+    # 27*26/2 - 5*10 - 1 = 300, so τ_b = -260 / sqrt(300 * 351).
+    five = {float(k): [10.0 * (5 - k) + j for j in range(5)] for k in range(5)}
+    means = [np.mean(v) for v in five.values()] + [25.5]
+    old = stats.kendalltau(range(6), means)
+    assert old.statistic == pytest.approx(-11 / 15) and old.pvalue == pytest.approx(40 / 720)
+    lagging = pts({**five, 5.0: [25.0, 26.0]})
+    tau, p = paper._kendall(lagging)
+    assert tau == pytest.approx(-260 / math.sqrt(300 * 351))
+    assert p < 1e-6 and paper._trend(lagging) == "falls"
+    # A point with one instance is shown but not tested: adding one out of line changes nothing.
+    assert paper._kendall(pts({**five, 5.0: [25.0, 26.0], 6.0: [99.0]})) == (tau, p)
     assert paper._falls_verdict("falls", below_one=True).startswith("direction only")
     assert paper._falls_verdict("falls") == "agrees"
-    # Rising, and strictly: τ = 1, p = 2 / 7!.
-    assert paper._trend(pts([1, 2, 3, 4, 5, 6, 7]), "a") == "rises"
-    # Three points can never be significant: p = 2 / 3! = 1/3.
-    assert paper._trend(pts([3, 2, 1]), "a") == "no clear trend"
+    # Rising: the mirror image.
+    assert paper._trend(pts({0.0: [1, 2], 1.0: [3, 4], 2.0: [5, 6]})) == "rises"
+    # Zig-zag: across any two points one pair rises, one falls and two tie: S = 0, p = 1.
+    zig = pts({0.0: [1, 3], 1.0: [1, 3], 2.0: [1, 3]})
+    assert paper._kendall(zig) == (pytest.approx(0.0), pytest.approx(1.0))
+    assert paper._trend(zig) == "no clear trend"
     assert paper._falls_verdict("no clear trend") == "not shown: no significant trend"
-    # Zig-zag: τ = 0.
-    assert paper._trend(pts([1, 3, 1, 3, 1, 3]), "a") == "no clear trend"
-    assert paper._trend(pts([1, 2]), "a") == "n/a" and paper._falls_verdict("n/a") == "n/a"
+    # Two points are not a trend.
+    assert paper._trend(pts({0.0: [6, 5], 1.0: [2, 1]})) == "n/a"
+    assert paper._falls_verdict("n/a") == "n/a"
 
 
 def test_t_interval_and_mean_over_points_by_hand() -> None:
