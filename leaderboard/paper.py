@@ -1042,9 +1042,10 @@ def _kendall(points: list[tuple[float, np.ndarray]]) -> tuple[float, float] | No
 
 
 def _trend(points: list[tuple[float, np.ndarray]]) -> str:
-    """The direction of the points: ``"falls"`` or ``"rises"`` when :func:`_kendall` is
-    significant at :data:`TREND_LEVEL` (two-sided), else ``"no clear trend"``; ``"n/a"`` below
-    3 points.
+    """The direction of the points: a rank test of their instances against x.
+
+    ``"falls"`` or ``"rises"`` when :func:`_kendall` is significant at :data:`TREND_LEVEL`
+    (two-sided), else ``"no clear trend"``; ``"n/a"`` below 3 points.
 
     A rank test over instances, not monotonicity of the means: one point out of order still
     shows a trend when the instances of the others fall, and a point with few instances
