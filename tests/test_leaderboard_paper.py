@@ -201,6 +201,28 @@ def test_an_interrupted_paper_run_keeps_its_finished_units(local_run: Path, tmp_
         "units/fig1/window-5F/i0.json"]["rows"]
 
 
+def test_units_are_dispatched_instance_by_instance(tmp_path: Path, monkeypatch) -> None:
+    import leaderboard.evaluate as evaluate
+
+    class Stop(Exception):
+        pass
+
+    dispatched = []
+
+    def record(fn, args, **kwargs):
+        dispatched.extend((a[1].slug, a[2]) for a in args)
+        raise Stop
+
+    monkeypatch.setattr(evaluate, "map_units", record)
+    cfg = TINY_PAPER.replace(instances=(0, 1), flights=(5, 10), figures=("fig1",))
+    with pytest.raises(Stop):
+        run_paper(cfg, tmp_path, progress=False)
+    # Every point of instance 0, then of instance 1: a run stopped part-way leaves whole
+    # instances, not one point far ahead of the others.
+    assert dispatched == [("window-5F", 0), ("window-10F", 0),
+                          ("window-5F", 1), ("window-10F", 1)]
+
+
 @pytest.mark.slow  # a local Ray start and a second paper run: about a minute on 2 cores
 def test_paper_on_ray_gives_the_local_units(local_run: Path, tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
