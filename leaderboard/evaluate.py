@@ -340,6 +340,10 @@ def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int
         local: Replaces ``fn`` when running in this process (e.g. to tick a progress bar).
         on_result: Called with (index, result) as soon as each unit completes, in completion
             order (e.g. to save it, so that an interrupted run keeps its finished units).
+
+    A unit that raises stops the run: the units not yet started are cancelled, those running
+    finish and are passed to ``on_result`` (hours of a long run are not thrown away), and then
+    the first error is raised. An interrupt (Ctrl-C) cancels the units not yet started.
     """
     on_done = on_done or (lambda: None)
     on_result = on_result or (lambda i, r: None)
@@ -357,12 +361,17 @@ def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int
         task = ray.remote(num_cpus=1, max_retries=0)(fn)
         refs = {task.remote(a): i for i, a in enumerate(args)}
         pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            i = refs[done[0]]
-            outs[i] = ray.get(done[0])
-            on_result(i, outs[i])
-            on_done()
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                i = refs[done[0]]
+                outs[i] = ray.get(done[0])
+                on_result(i, outs[i])
+                on_done()
+        except BaseException:
+            for ref in pending:  # the tasks not finished: none of them will be collected
+                ray.cancel(ref)
+            raise
         return outs  # type: ignore[return-value]
     if backend != "local":
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
@@ -374,13 +383,29 @@ def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int
     from concurrent.futures import as_completed
 
     ctx = multiprocessing.get_context("spawn")
+    error: Exception | None = None
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = {pool.submit(fn, a): i for i, a in enumerate(args)}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            outs[i] = fut.result()
-            on_result(i, outs[i])
-            on_done()
+        try:
+            for fut in as_completed(futures):
+                if fut.cancelled():
+                    continue
+                i = futures[fut]
+                try:
+                    outs[i] = fut.result()
+                except Exception as err:  # keep collecting the units already running
+                    if error is None:
+                        error = err
+                        for f in futures:
+                            f.cancel()  # those not started yet
+                    continue
+                on_result(i, outs[i])
+                on_done()
+        except BaseException:  # an interrupt: do not wait for the queued units
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    if error is not None:
+        raise error
     return outs  # type: ignore[return-value]
 
 

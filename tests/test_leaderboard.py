@@ -602,3 +602,30 @@ def test_counts_that_are_not_integers_are_usage_errors(text, capsys) -> None:
 def test_paper_gradient_steps_needs_train_adaptive(capsys) -> None:
     assert main(["paper", "--gradient-steps", "5", "--out", "unused"]) == 2
     assert "needs --train-adaptive" in capsys.readouterr().err
+
+
+def _pool_unit(arg: str) -> dict:
+    """A unit for :func:`leaderboard.evaluate.map_units`'s pool (module level: pickled)."""
+    import time
+
+    if arg == "fail":
+        raise ValueError("unit failed")
+    if arg == "slow":
+        time.sleep(3.0)
+    return {"arg": arg}
+
+
+def test_a_failing_unit_stops_the_pool_but_keeps_the_running_ones() -> None:
+    from leaderboard.evaluate import map_units
+
+    saved: dict[int, dict] = {}
+    args = ["slow", "fail", *(f"queued{k}" for k in range(30))]
+    with pytest.raises(ValueError, match="unit failed"):
+        map_units(_pool_unit, args, workers=2, on_result=saved.__setitem__)
+    # The unit running beside the failure finished and was handed over (a long run keeps it);
+    # the queued ones were cancelled, bar the few already passed to the workers.
+    assert saved[0] == {"arg": "slow"}
+    assert 1 not in saved and len(saved) < 10
+    # Without a failure every unit comes back, in the order of the arguments.
+    outs = map_units(_pool_unit, ["a", "b", "c"], workers=2)
+    assert outs == [{"arg": "a"}, {"arg": "b"}, {"arg": "c"}]
