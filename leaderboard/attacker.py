@@ -61,6 +61,7 @@ from leaderboard.submission import (
     checkpoint_path,
     describe_exception,
     load_file,
+    missing_checkpoints,
     row_name,
     sha256_file,
 )
@@ -523,8 +524,12 @@ def evaluate_attacker(
     try:
         loaded = describe_attacker(spec)
         doc["submission"] = loaded.info()
+        missing = missing_checkpoints(spec, suite.units, need_file=True)
+        if missing is not None:
+            raise SubmissionError(missing)
     except SubmissionError as err:
         doc["status"], doc["error"] = "failed", str(err)
+        loaded = None
     timings: list[dict[str, Any]] = []
     if loaded is not None:
         units = suite.units

@@ -44,6 +44,7 @@ from leaderboard.submission import (
     SubmissionSpec,
     describe_exception,
     describe_submission,
+    missing_checkpoints,
 )
 from leaderboard.suites import Suite
 from tsg_envs.harness import Unit, delay_ratio
@@ -482,9 +483,13 @@ def evaluate_submission(
     try:
         loaded = describe_submission(spec)
         doc["submission"] = loaded.info()
+        missing = missing_checkpoints(spec, suite.units)
+        if missing is not None:
+            raise SubmissionError(missing)
     except SubmissionError as err:
         doc["status"] = "failed"
         doc["error"] = str(err)
+        loaded = None
 
     timings: list[dict[str, Any]] = []
     if loaded is not None:

@@ -31,7 +31,7 @@ import importlib.util
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ import numpy as np
 
 __all__ = [
     "checkpoint_path",
+    "missing_checkpoints",
     "load_file",
     "sha256_file",
     "literal_name",
@@ -189,6 +190,35 @@ def load_file(spec: SubmissionSpec, factory_name: str = "make_agent") -> LoadedS
 def checkpoint_path(template: str, env_id: str, instance_seed: int, seed: int = 0) -> Path:
     """A checkpoint template with ``{env}``, ``{instance}`` and ``{seed}`` filled in."""
     return Path(template.format(env=env_id.replace("/", "_"), instance=instance_seed, seed=seed))
+
+
+def missing_checkpoints(spec: SubmissionSpec, units: Iterable[tuple[str, int]],
+                        need_file: bool = False) -> str | None:
+    """Why a baseline's checkpoint template misses some of ``units``, or None.
+
+    A template (``{env}``, ``{instance}``, ``{seed}``) is resolved for every unit and training
+    seed before anything is evaluated, so a run over many units fails at once instead of when
+    it reaches the first unit without a checkpoint. ``need_file``: the checkpoint must be a
+    file (an attacker's), not any existing path.
+
+    Returns:
+        ``"checkpoint not found: PATH"`` (``"... and N more"``), or None when all are there or
+        ``spec`` has no template.
+    """
+    if spec.is_file or spec.checkpoint is None or "{" not in spec.checkpoint:
+        return None
+    seeds = spec.train_seeds if spec.train_seeds is not None else (spec.train_seed,)
+    missing: list[Path] = []
+    for env_id, instance_seed in units:
+        for seed in seeds:
+            path = checkpoint_path(spec.checkpoint, env_id, instance_seed, seed)
+            there = path.is_file() if need_file else path.exists()
+            if not there and path not in missing:
+                missing.append(path)
+    if not missing:
+        return None
+    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+    return f"checkpoint not found: {missing[0]}{more}"
 
 
 def literal_name(path: str | Path) -> str | None:

@@ -291,3 +291,11 @@ def test_ray_backend_gives_the_local_attacker_digest(honest_doc) -> None:
     finally:
         ray.shutdown()
     assert doc["metrics_digest"] == honest_doc["metrics_digest"]
+
+
+def test_a_missing_attacker_checkpoint_fails_before_any_unit(tmp_path: Path) -> None:
+    spec = SubmissionSpec("dqn", checkpoint=str(tmp_path / "{env}-{instance}.pt"))
+    doc = evaluate_attacker(spec, TINY, progress=False, reps=50)
+    assert doc["status"] == "failed" and doc["units"] == []
+    assert doc["error"] == (
+        f"checkpoint not found: {tmp_path / 'tsg_Screening-Window-5F-v1-0.pt'}")

@@ -503,6 +503,29 @@ def test_a_checkpoint_template_picks_each_seed(tmp_path: Path) -> None:
     doc = evaluate_submission(missing, TINY, progress=False, reps=REPS)
     assert doc["status"] == "failed" and "checkpoint not found" in doc["error"]
     assert "s1" in doc["error"]
+    assert doc["units"] == []  # found missing before seed 0 was evaluated, not after
+
+
+def test_missing_checkpoints_are_found_before_any_unit_runs(tmp_path: Path) -> None:
+    from leaderboard.submission import missing_checkpoints
+
+    template = str(tmp_path / "{env}-i{instance}-s{seed}")
+    units = [("tsg/Screening-Window-5F-v1", 0), ("tsg/Screening-Window-5F-v1", 1)]
+    (tmp_path / "tsg_Screening-Window-5F-v1-i0-s0").mkdir()
+    spec = SubmissionSpec("alpha-ddpg", checkpoint=template, train_seeds=(0, 1))
+    # Of the 2 units x 2 seeds only (i0, s0) is there: the first missing is (i0, s1).
+    assert missing_checkpoints(spec, units) == (
+        f"checkpoint not found: {tmp_path / 'tsg_Screening-Window-5F-v1-i0-s1'} and 2 more")
+    for i, seed in ((0, 1), (1, 0), (1, 1)):
+        (tmp_path / f"tsg_Screening-Window-5F-v1-i{i}-s{seed}").mkdir()
+    assert missing_checkpoints(spec, units) is None
+    # An attacker's checkpoint must be a file: a folder of that name does not count.
+    attacker = SubmissionSpec("dqn", checkpoint=template)
+    assert missing_checkpoints(attacker, units, need_file=True) == (
+        f"checkpoint not found: {tmp_path / 'tsg_Screening-Window-5F-v1-i0-s0'} and 1 more")
+    # No template: nothing to resolve here (a plain path is checked when it is described).
+    assert missing_checkpoints(SubmissionSpec("alpha-ddpg", checkpoint="x"), units) is None
+    assert missing_checkpoints(SubmissionSpec("alpha-ddpg"), units) is None
 
 
 @pytest.mark.parametrize(("text", "seeds"), [("0-4", (0, 1, 2, 3, 4)), ("0,2,5", (0, 2, 5)),
