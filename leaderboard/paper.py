@@ -1009,15 +1009,22 @@ def _figure_pair(title: str) -> tuple[Any, tuple[Any, Any]]:
 TREND_LEVEL: float = 0.05
 
 
+def _agent_points(cfg: PaperConfig, result: dict[str, Any], agent: str,
+                  value: str) -> list[tuple[float, list[int], np.ndarray]]:
+    """``agent``'s points of one experiment: (x, instance seeds, (days, instances) matrix)."""
+    return [(x, inst, m)
+            for (x, name), (inst, m) in _point_matrices(cfg, result["collector"], value).items()
+            if name == agent]
+
+
 def _trend_points(cfg: PaperConfig, result: dict[str, Any], agent: str,
                   value: str = "ratio_vs_lp") -> list[tuple[float, np.ndarray]]:
     """``agent``'s points with two instances or more: (x, the instances' means of ``value``).
 
     A one-instance point is one game, not a sample of the family: it is shown, not tested.
     """
-    return [(x, m.mean(axis=0))
-            for (x, name), (inst, m) in _point_matrices(cfg, result["collector"], value).items()
-            if name == agent and len(inst) > 1]
+    return [(x, m.mean(axis=0)) for x, inst, m in _agent_points(cfg, result, agent, value)
+            if len(inst) > 1]
 
 
 def _kendall(points: list[tuple[float, np.ndarray]]) -> tuple[float, float] | None:
@@ -1190,9 +1197,8 @@ def _average(cfg: PaperConfig, result: dict[str, Any], agent: str,
     See :func:`_mean_over_points`: the points with two instances or more, each with all of its
     instances; None when no point has two.
     """
-    pts = [v for (_, name), v in _point_matrices(cfg, result["collector"], value).items()
-           if name == agent]
-    return _mean_over_points(pts)
+    return _mean_over_points([(inst, m) for _, inst, m in _agent_points(cfg, result, agent,
+                                                                          value)])
 
 
 def _average_text(avg: dict[str, Any] | None) -> str:
