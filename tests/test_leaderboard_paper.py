@@ -569,3 +569,17 @@ def test_verify_computes_cached_units_again_and_compares(local_run: Path, tmp_pa
     assert main(["paper", "--verify", "1", "--out", str(tmp_path / "empty"),
                  "--no-progress"]) == 2
     assert "no cached unit" in capsys.readouterr().err
+
+
+def test_training_time_is_fitted_through_three_flight_counts_or_more() -> None:
+    from leaderboard import paper
+
+    # Means 100, 220, 300 s at 10, 20, 30 flights: slope (300 - 100) / 20 = 10 s per flight;
+    # intercept 206.67 - 10 * 20 = 6.67 s; residuals -6.67, 13.33, -6.67, so SS_res = 266.67,
+    # SS_tot = 106.67² + 13.33² + 93.33² = 20266.67 and R² = 1 - 266.67 / 20266.67 = 0.987.
+    assert paper._time_fit_text({10: [90.0, 110.0], 20: [220.0], 30: [300.0]}) == (
+        "10F: 100 s; 20F: 220 s; 30F: 300 s to 10,000 mini-batches; "
+        "least squares 7 s + 10.00 s × flights, R² = 0.99")
+    # Two means: any line through them has R² = 1, so none is drawn.
+    assert paper._time_fit_text({5: [100.0], 10: [130.0, 150.0]}) == (
+        "5F: 100 s; 10F: 140 s to 10,000 mini-batches (2 flight counts: too few to fit a line)")

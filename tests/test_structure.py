@@ -23,8 +23,8 @@ ALLOWED = {
 }
 
 
-def _private_reads(path: Path) -> list[str]:
-    rel = path.relative_to(ROOT).as_posix()
+def _private_reads(path: Path, root: Path = ROOT) -> list[str]:
+    rel = path.relative_to(root).as_posix()
     hits = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Attribute):
@@ -49,12 +49,12 @@ def _private_reads(path: Path) -> list[str]:
 
 
 def test_the_checker_sees_a_private_read(tmp_path: Path) -> None:
-    probe = ROOT / "tsg_envs" / "_probe_for_structure_test.py"
-    try:
-        probe.write_text("from tsg_envs.x import _y\n\ndef f(env):\n    return env._day\n")
-        hits = _private_reads(probe)
-    finally:
-        probe.unlink()
+    # The probe lives in tmp_path, never in the package: a test running beside this one (pytest
+    # -n) scans the package's files.
+    probe = tmp_path / "tsg_envs" / "_probe_for_structure_test.py"
+    probe.parent.mkdir()
+    probe.write_text("from tsg_envs.x import _y\n\ndef f(env):\n    return env._day\n")
+    hits = _private_reads(probe, root=tmp_path)
     assert [h.split(": ", 1)[1] for h in hits] == ["from tsg_envs.x import _y", "env._day"]
 
 
