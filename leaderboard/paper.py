@@ -969,17 +969,16 @@ _MIN_FIT_POINTS = 3
 
 
 def _time_fit_text(per_flights: dict[int, list[float]]) -> str:
-    """The mean training time per flight count, and its least-squares line from three counts on.
+    """The mean training time per flight count (two or more), and its line from three counts on.
 
     ``{10: [100, 100], 20: [220], 30: [300]}`` reads ``10F: 100 s; 20F: 220 s; 30F: 300 s to
     10,000 mini-batches; least squares 7 s + 10.00 s × flights, R² = 0.99``.
     """
-    xs = sorted(per_flights)
-    text = "; ".join(f"{int(k)}F: {np.mean(per_flights[k]):.0f} s" for k in xs)
+    xs, ys, slope, icpt, r2 = _time_fit(per_flights)
+    text = "; ".join(f"{int(k)}F: {y:.0f} s" for k, y in zip(xs, ys, strict=True))
     text += " to 10,000 mini-batches"
     if len(xs) < _MIN_FIT_POINTS:
-        return text + f" ({len(xs)} flight count{'s' * (len(xs) != 1)}: too few to fit a line)"
-    _, _, slope, icpt, r2 = _time_fit(per_flights)
+        return text + f" ({len(xs)} flight counts: too few to fit a line)"
     return text + f"; least squares {icpt:.0f} s + {slope:.2f} s × flights, R² = {r2:.2f}"
 
 
