@@ -190,6 +190,13 @@ class ScreeningEnv(gym.Env):
     ```
 
     ## Version History
+    * v2: the single-window ids only (``Window-{N}F[-Sigma{σ}]-v2``; every v1 id stays registered
+      unchanged). Departures spread over 6 hours (``departure_span`` 360) with σ = 15 minutes
+      for the flights grid, so the category mix changes within the window, and the static LP
+      plans at utilisation u = 0.6 of the raw capacity (``planning_utilisation``), so its
+      binding resource is not critically loaded; the binding step makes that planned capacity
+      bind on every instance seed. On v1 a clairvoyant plan gained little over the LP
+      (``docs/model.md``, "The single-window family v2"; ``tsg_envs.bracket``).
     * v1: every id. The single-window ids (``Window-*``) draw each instance seed until the single
       window's capacity binds without overload (``GameConfig.window_tightness``; v0 needed the
       LP's overload stretch on about half of instance seeds 0-99, or never bound, and its
