@@ -273,8 +273,8 @@ def _fluid_lp(base: Any, times: np.ndarray, cats: np.ndarray,
               weights: np.ndarray | None = None) -> _Fluid:
     """Build the fluid LP of one day (see the module docstring for its three relaxations).
 
-    Columns: π (P·T) | ℓ (R·P) loads | b (R·P) backlogs just after each load | a (R·P) each
-    gap's integral | S (R·P) running sums | z (R) | y (T). ``weights`` None: the bound's LP, the weights c chosen by the
+    Columns: π (P·T) | ℓ (R·P) loads | ξ (R·P) backlogs just before each load | a (R·P) each
+    gap's integral | z (R) | y (T). ``weights`` None: the bound's LP, the weights c chosen by the
     LP (the duals of the y rows). Given (R,): the objective is Σ_r c_r z_r / P with those weights
     fixed (a plan heuristic: with every c_r = 1, Σ_{r∈t} backlog over-counts each team's wait).
     """
@@ -288,10 +288,9 @@ def _fluid_lp(base: Any, times: np.ndarray, cats: np.ndarray,
 
     n_pi = p * t
     o_l = n_pi
-    o_b = o_l + r * p
-    o_a = o_b + r * p
-    o_s = o_a + r * p
-    o_z = o_s + r * p
+    o_x = o_l + r * p
+    o_a = o_x + r * p
+    o_z = o_a + r * p
     o_y = o_z + r
     n = o_y + t
     rp = np.arange(r)[:, None] * p + np.arange(p)[None, :]  # (R, P) offset of (r, i)
@@ -322,16 +321,15 @@ def _fluid_lp(base: Any, times: np.ndarray, cats: np.ndarray,
     mt, mr = np.nonzero(members)  # team mt[j] contains resource mr[j]
     jj, ii = np.meshgrid(np.arange(len(mt)), np.arange(p), indexing="ij")
     block(r * p, 0.0, 0.0, [(rp, o_l + rp, 1.0), (mr[jj] * p + ii, ii * t + mt[jj], -1.0)])
-    # 4. The backlog before each load is >= 0: b_{r,i} − ℓ_{r,i} >= 0 (queues start empty).
-    block(r * p, 0.0, np.inf, [(rp, o_b + rp, 1.0), (rp, o_l + rp, -1.0)])
     if p > 1:
-        # 5. Drain: ξ_{i+1} = b_{i+1} − ℓ_{i+1} >= b_i − f Δ_i.
+        # 4. Drain: the backlog ξ_{r,i+1} >= ξ_{r,i} + ℓ_{r,i} − f_r Δ_i (and ξ >= 0 as a bound;
+        #    queues start empty).
         q = np.arange(r)[:, None] * (p - 1) + np.arange(p - 1)[None, :]
         block(r * (p - 1), (-(f[:, None] * gaps[None, :])).reshape(-1), np.inf,
-              [(q, o_b + rp[:, 1:], 1.0), (q, o_l + rp[:, 1:], -1.0), (q, o_b + rp[:, :-1], -1.0)])
-    # 6. Tangents of each gap's integral g(b): a_{r,i} − s b_{r,i} >= −q, at b0 = f Δ_i k / K
-    #    (a zero gap's integral is 0, which a >= 0 covers), and of the tail's b²/(2f) after the
-    #    last arrival at b0 = P (k / K)².
+              [(q, o_x + rp[:, 1:], 1.0), (q, o_x + rp[:, :-1], -1.0), (q, o_l + rp[:, :-1], -1.0)])
+    # 5. Tangents of each gap's integral g(b) at the backlog b = ξ + ℓ just after the load:
+    #    a_{r,i} − s (ξ_{r,i} + ℓ_{r,i}) >= −q, at b0 = f Δ_i k / K (a zero gap's integral is 0,
+    #    which a >= 0 covers), and of the tail's b²/(2f) after the last arrival at b0 = 2^k / 8.
     k_gap = np.arange(1, GAP_TANGENTS + 1) / GAP_TANGENTS
     tail = 0.125 * TAIL_RATIO ** np.arange(int(np.ceil(np.log(8.0 * p) / np.log(TAIL_RATIO))) + 1)
     b0 = np.zeros((r, p, max(GAP_TANGENTS, tail.size)))
@@ -345,24 +343,23 @@ def _fluid_lp(base: Any, times: np.ndarray, cats: np.ndarray,
     slope = point / f[rr]
     idx = np.arange(point.shape[0])
     block(point.shape[0], -point * point / (2.0 * f[rr]), np.inf,
-          [(idx, o_a + rr * p + ii, 1.0), (idx, o_b + rr * p + ii, -slope)])
-    # 7. z_r >= Σ_i a_{r,i} − Σ_i ℓ_{r,i} (lo + hi) / (2 f_r) + Σ_i lo hi / (2 f_r): the chord
-    #    ℓ² <= (lo + hi) ℓ − lo hi of each passenger's load range, never a tangent. The sums run
-    #    as chains S_{r,i} = S_{r,i-1} + a_{r,i} − chord ℓ_{r,i} (sparse rows: an interior-point
-    #    method slows down badly on rows as long as the day).
+          [(idx, o_a + rr * p + ii, 1.0), (idx, o_x + rr * p + ii, -slope),
+           (idx, o_l + rr * p + ii, -slope)])
+    # 6. z_r − Σ_i a_{r,i} + Σ_i ℓ_{r,i} (lo + hi) / (2 f_r) >= Σ_i lo hi / (2 f_r): the chord
+    #    ℓ² <= (lo + hi) ℓ − lo hi of each passenger's load range, never a tangent.
     chord = (lo_load + hi_load) / (2.0 * f[:, None])  # (R, P)
     const = (lo_load * hi_load / (2.0 * f[:, None])).sum(axis=1)
-    block(r * p, 0.0, 0.0, [(rp, o_s + rp, 1.0), (rp[:, 1:], o_s + rp[:, :-1], -1.0),
-                            (rp, o_a + rp, -1.0), (rp, o_l + rp, chord)])
+    rr = np.repeat(np.arange(r), p)
     block(r, const, np.inf, [(np.arange(r), o_z + np.arange(r), 1.0),
-                             (np.arange(r), o_s + rp[:, -1], -1.0)])
-    # 8. Σ_{t∋r} y_t − z_r >= 0 (their duals are the weights c_r).
+                             (rr, o_a + rp.ravel(), -1.0), (rr, o_l + rp.ravel(), chord.ravel())])
+    # 7. Σ_{t∋r} y_t − z_r >= 0 (their duals are the weights c_r).
     weights_rows = slice(n_rows, n_rows + r)
     block(r, 0.0, np.inf, [(mr, o_y + mt, 1.0), (np.arange(r), o_z + np.arange(r), -1.0)])
     a = sparse.csc_array(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_rows, n)
     )
-    # Boxes no trajectory leaves (they make the dual bound finite): loads in their ranges,
+    # Boxes no trajectory leaves (they make the dual bound finite; the solver sees only the
+    # natural bounds, since huge boxes slow interior-point methods down): loads in their ranges,
     # backlogs at most P, a gap's integral at most P times its length (the tail's P²/(2f)), z
     # at most the sum of those.
     big_b = float(p)
@@ -370,20 +367,18 @@ def _fluid_lp(base: Any, times: np.ndarray, cats: np.ndarray,
     a_hi[:, :-1] = big_b * gaps[None, :]
     a_hi[:, -1] = big_b * big_b / (2.0 * f)
     z_hi = a_hi.sum(axis=1)
-    s_lo = -(chord * np.arange(1, p + 1)[None, :])  # the chains' least values
-    s_hi = np.cumsum(a_hi, axis=1)
-    col_lo = np.concatenate([np.zeros(n_pi), lo_load.ravel(), np.zeros(2 * r * p),
-                             s_lo.ravel(), np.zeros(r + t)])
+    col_lo = np.concatenate([np.zeros(n_pi), lo_load.ravel(), np.zeros(2 * r * p + r + t)])
     col_hi = np.concatenate([np.ones(n_pi), hi_load.ravel(), np.full(r * p, big_b),
-                             a_hi.ravel(), s_hi.ravel(), z_hi, np.full(t, z_hi.sum())])
+                             a_hi.ravel(), z_hi, np.full(t, z_hi.sum())])
+    solve_hi = col_hi.copy()
+    solve_hi[o_x:] = np.inf
+    solve_hi[o_x + rp[:, 0]] = 0.0  # queues start empty
+    col_hi[o_x + rp[:, 0]] = 0.0
     cost = np.zeros(n)  # the day's total wait (passenger-minutes); the mean divides by P
     if weights is None:
         cost[o_y:] = 1.0
     else:
         cost[o_z:o_y] = np.asarray(weights, dtype=float)
-    # The solver sees only the natural bounds (huge boxes slow interior-point methods down).
-    solve_hi = col_hi.copy()
-    solve_hi[o_b:] = np.inf
     return _Fluid(cost=cost, a=a, row_lo=np.concatenate(row_lo), row_hi=np.concatenate(row_hi),
                   col_lo=col_lo, col_hi=col_hi, solve_hi=solve_hi, n_pi=n_pi,
                   weights_rows=weights_rows)
