@@ -135,7 +135,7 @@ def headroom_captured(lp_wait: float, plan_wait: float, agent_wait: float) -> fl
     1 means the agent matched the clairvoyant plan, 0 the LP; negative is worse than the LP.
     """
     room = lp_wait - plan_wait
-    if not room > MIN_HEADROOM * lp_wait:
+    if room <= 0 or room < MIN_HEADROOM * lp_wait:
         return None
     return float((lp_wait - agent_wait) / room)
 
