@@ -185,13 +185,6 @@ def test_load_ranges_of_the_mixed_game_by_hand() -> None:
     np.testing.assert_allclose(hi, want_hi, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bound above a feasible policy's wait: _fluid_lp boxes the running sums S_{r,i} below by "
-    "s_lo = -chord_{r,i}*(i+1), but S_{r,i} can reach -sum_{j<=i} chord_{r,j}*hi_{r,j}; where "
-    "categories' load ranges differ (chord 0.9 for A, 0.1 for B on r0 here) the box cuts off "
-    "real trajectories, so the LP (solved with those column bounds) and its safe dual both "
-    "exceed the true minimum: bound 1.0 > 0.8 on this day. Fix: s_lo = "
-    "-np.cumsum(chord * hi_load, axis=1) (checked: bound 0.70, 0.83, 1.007 on the three days)"))
 @pytest.mark.parametrize("n_a, n_b", [(2, 3), (3, 3), (4, 2)])
 def test_bound_below_a_hand_policy_when_load_ranges_differ(n_a: int, n_b: int) -> None:
     # A → team 0 and B → team 1 is feasible (π = 1 >= 0.8). Each server then serves its own
@@ -395,9 +388,6 @@ def test_plan_and_bound_ratios_by_hand() -> None:
     assert zero.plan_ratio == zero.bound_ratio == float("inf")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SPEC §8 shows '—' only where LP wait − plan wait < 2% of the LP wait; headroom_captured "
-    "also returns None at exactly 2% (`not room > MIN_HEADROOM * lp_wait`)"))
 def test_headroom_is_shown_at_exactly_two_percent() -> None:
     # 100 − 98 = 2.0 = 0.02 · 100 exactly in binary floating point; (100 − 99) / 2 = 0.5.
     assert headroom_captured(100.0, 98.0, 99.0) == 0.5

@@ -11,7 +11,7 @@ import pytest
 
 import tsg_envs
 from tsg_envs import GameConfig, make_game
-from tsg_envs.registration import ALIASES, ENTRY_POINT, PRESETS, Preset, register_all
+from tsg_envs.registration import ALIASES, ENTRY_POINT, PRESETS, WINDOW_V2, Preset, register_all
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ID_ROW = re.compile(r"^\| `(tsg/[^`]+)` \|")
@@ -60,7 +60,14 @@ def test_preset_data_is_consistent() -> None:
     default = PRESETS["tsg/Screening-v1"]
     assert (default.horizon, default.n_flights, default.arrival_std) == ("shift", 10, 45.0)
     for p in PRESETS.values():
-        assert isinstance(p, Preset) and p.id.endswith("-v1") and p.description
+        assert isinstance(p, Preset) and p.description
+        # v2 exists for the single-window family only, with its own settings (WINDOW_V2).
+        assert p.id.endswith("-v1") or (p.id.endswith("-v2") and p.horizon == "window"), p.id
+        if p.id.endswith("-v2"):
+            assert (p.departure_span, p.planning_utilisation) == (
+                WINDOW_V2.departure_span, WINDOW_V2.planning_utilisation), p.id
+        else:
+            assert p.departure_span is None and p.planning_utilisation is None, p.id
         # Ids above 20 flights (or a full real day) sit in the slow tier.
         assert p.slow == (p.n_flights is None or p.n_flights > 20), p.id
         assert (p.extra == "jfk") == p.schedule.startswith("jfk:"), p.id
@@ -129,9 +136,11 @@ def test_import_registers_every_id() -> None:
         assert env_id in gym.registry
 
 
-def test_retired_v0_ids_point_to_v1() -> None:
-    # v0 is retired (Version History): gym.make of a v0 id fails and names the current version.
-    with pytest.raises(gym.error.Error, match="v1"):
+def test_retired_v0_ids_point_to_the_current_version() -> None:
+    # v0 is retired (Version History): gym.make of a v0 id fails and names the latest version.
+    with pytest.raises(gym.error.Error, match="Shift-10F-v1"):
+        gym.make("tsg/Screening-Shift-10F-v0")
+    with pytest.raises(gym.error.Error, match="Window-10F-v2"):
         gym.make("tsg/Screening-Window-10F-v0")
 
 
