@@ -242,8 +242,11 @@ class _Fluid:
 
 
 def load_ranges(base: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(lo, hi), each (C, R): the least and largest load Σ_{t∋r} π_t on resource r of any π in
-    category c's polytope widened by the accepted tolerance (2R block LPs over all categories).
+    """The least and largest load of each resource in each category's polytope.
+
+    Returns:
+        (lo, hi), each (C, R): the extremes of Σ_{t∋r} π_t over category c's polytope widened
+        by the accepted tolerance (2R block LPs over all categories), widened by 1e-7.
     """
     g = base.game
     polys = base.polytopes
