@@ -126,7 +126,7 @@ def solve_lp(
     tol: float = 1e-8,
     what: str = "LP",
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Minimise cᵀx s.t. row_lo <= A x <= row_hi, col_lo <= x <= col_hi, by Clarabel's interior point.
+    """Minimise cᵀx s.t. row_lo <= A x <= row_hi, col_lo <= x <= col_hi (Clarabel's interior point).
 
     For large sparse LPs whose structure (long chains of rows) slows HiGHS's interior-point
     method down (the achievability bracket's fluid LP, :mod:`tsg_envs.bracket`).
