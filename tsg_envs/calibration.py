@@ -85,9 +85,9 @@ def window_binding(game: Game, tightness: float) -> WindowBinding:
     the servers' own utilisation is u times it). At the drawn rates, U_min is the least peak
     utilisation any allocation of the window's passengers reaches and U* the peak utilisation
     of the LP's (unique) allocation when capacity is unbounded. Scaling every rate by s divides
-    both by s. Capacity binds without overload exactly when U_min <= s < U*; the rule takes s = U* - τ (U* - U_min) with τ = ``tightness``
-    in (0, 1), then requires the LP to lose at least :data:`MIN_CAPACITY_LOSS` of its value to
-    capacity. A draw with U* <= U_min (its risk-optimal screening fits whatever the capacity, as
+    both by s. Capacity binds without overload exactly when U_min <= s < U*; the rule takes
+    s = U* - τ (U* - U_min) with τ = ``tightness`` in (0, 1), then requires the LP to lose at
+    least :data:`MIN_CAPACITY_LOSS` of its value to capacity. A draw with U* <= U_min (its risk-optimal screening fits whatever the capacity, as
     long as any screening fits) cannot bind and is rejected.
     """
     length = float(np.diff(window_edges(game, None))[0])
