@@ -87,8 +87,9 @@ def window_binding(game: Game, tightness: float) -> WindowBinding:
     of the LP's (unique) allocation when capacity is unbounded. Scaling every rate by s divides
     both by s. Capacity binds without overload exactly when U_min <= s < U*; the rule takes
     s = U* - τ (U* - U_min) with τ = ``tightness`` in (0, 1), then requires the LP to lose at
-    least :data:`MIN_CAPACITY_LOSS` of its value to capacity. A draw with U* <= U_min (its risk-optimal screening fits whatever the capacity, as
-    long as any screening fits) cannot bind and is rejected.
+    least :data:`MIN_CAPACITY_LOSS` of its value to capacity. A draw with U* <= U_min (its
+    risk-optimal screening fits whatever the capacity, as long as any screening fits) cannot
+    bind and is rejected.
     """
     length = float(np.diff(window_edges(game, None))[0])
     n = float(game.n_passengers)
