@@ -20,18 +20,20 @@ import pytest
 from leaderboard.__main__ import main as cli
 from leaderboard.attacker import PANEL, attacker_seed, dqn_config, evaluate_attacker
 from leaderboard.render import render_markdown
+from leaderboard.runner import Execution
 from leaderboard.schema import SchemaError, load_result, metrics_digest, save_result, validate
 from leaderboard.sealed import Limits
 from leaderboard.submission import SubmissionSpec
-from leaderboard.suites import EVAL_SEED_BASE, Suite
+from leaderboard.suites import Suite
 from leaderboard.verify import is_verified, verify
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 TINY = Suite(
     name="tiny",
     description="test suite",
     env_ids=("tsg/Screening-Window-5F-v1",),
     instance_seeds=(0,),
-    arrival_seeds=(EVAL_SEED_BASE,),
+    arrival_seeds=(LEADERBOARD_SEED_BASE,),
     risk_max_states=3,
     train_gradient_steps=10,
 )
@@ -80,8 +82,8 @@ def _honest(tmp_path: Path, name: str, act_extra: str = "pass", make_extra: str 
 
 
 def _run(source: str, panel: tuple[str, ...] = CHEAP, limits: Limits = FAST, **kw) -> dict:
-    return evaluate_attacker(SubmissionSpec(source), TINY, progress=False, reps=50,
-                             limits=limits, panel=panel, **kw)
+    return evaluate_attacker(SubmissionSpec(source), TINY,
+                             Execution(progress=False, reps=50, limits=limits), panel=panel, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +129,7 @@ def test_a_file_attacker_scores_what_the_duel_gives_its_strategy(honest_doc, tmp
     defender = LPAgent(duel.screening)
     prior = np.asarray(duel.game.attacker_prior)
     ep = honest_doc["units"][0]["defenders"]["lp"]["episodes"][0]
-    direct = [play_duel(duel, strategy, defender, EVAL_SEED_BASE, theta=t)
+    direct = [play_duel(duel, strategy, defender, LEADERBOARD_SEED_BASE, theta=t)
               for t in range(duel.game.n_risk_levels)]
     np.testing.assert_allclose(ep["per_theta_gain"], [o.gain for o in direct], rtol=0,
                                atol=1e-12)
@@ -155,8 +157,8 @@ def test_the_random_attacker_is_reproducible_and_seeded_per_day_and_level() -> N
     assert a["metrics_digest"] == b["metrics_digest"]
     steps = a["units"][0]["defenders"]["lp"]["episodes"][0]["strike_step"]
     assert len(set(steps)) > 1  # each level gets its own seed
-    assert attacker_seed(EVAL_SEED_BASE, 0) != attacker_seed(EVAL_SEED_BASE, 1)
-    assert attacker_seed(EVAL_SEED_BASE, 0) != EVAL_SEED_BASE
+    assert attacker_seed(LEADERBOARD_SEED_BASE, 0) != attacker_seed(LEADERBOARD_SEED_BASE, 1)
+    assert attacker_seed(LEADERBOARD_SEED_BASE, 0) != LEADERBOARD_SEED_BASE
 
 
 CHEATS = {
@@ -220,7 +222,7 @@ def test_results_save_render_and_verify(honest_doc, tmp_path) -> None:
 
     suites.SUITES["tiny"] = TINY
     try:
-        v = verify(path, limits=FAST)
+        v = verify(path, Execution(limits=FAST))
         assert v.ok, v.message
         assert is_verified(path)
         doc = json.loads(path.read_text())
@@ -228,7 +230,7 @@ def test_results_save_render_and_verify(honest_doc, tmp_path) -> None:
         doc["metrics_digest"] = metrics_digest(doc)
         path.write_text(json.dumps(doc))
         assert not is_verified(path)
-        v = verify(path, limits=FAST)
+        v = verify(path, Execution(limits=FAST))
         assert not v.ok and "not reproduced" in v.message
     finally:
         del suites.SUITES["tiny"]
@@ -295,7 +297,7 @@ def test_ray_backend_gives_the_local_attacker_digest(honest_doc) -> None:
 
 def test_a_missing_attacker_checkpoint_fails_before_any_unit(tmp_path: Path) -> None:
     spec = SubmissionSpec("dqn", checkpoint=str(tmp_path / "{env}-{instance}.pt"))
-    doc = evaluate_attacker(spec, TINY, progress=False, reps=50)
+    doc = evaluate_attacker(spec, TINY, Execution(progress=False, reps=50))
     assert doc["status"] == "failed" and doc["units"] == []
     assert doc["error"] == (
         f"checkpoint not found: {tmp_path / 'tsg_Screening-Window-5F-v1-0.pt'}")
