@@ -18,13 +18,14 @@ import numpy as np
 import pytest
 
 from leaderboard.__main__ import main as cli
-from leaderboard.attacker import PANEL, attacker_seed, dqn_config, evaluate_attacker
+from leaderboard.attacker import PANEL, attacker_seed, evaluate_attacker
 from leaderboard.render import render_markdown
 from leaderboard.runner import Execution
 from leaderboard.schema import SchemaError, load_result, metrics_digest, save_result, validate
 from leaderboard.sealed import Limits
 from leaderboard.submission import SubmissionSpec
 from leaderboard.suites import Suite
+from leaderboard.units import dqn_config, duel_kwargs
 from leaderboard.verify import is_verified, verify
 from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
@@ -115,7 +116,6 @@ def test_the_best_response_scores_exactly_one_against_every_panel_defender() -> 
 def test_a_file_attacker_scores_what_the_duel_gives_its_strategy(honest_doc, tmp_path) -> None:
     """The sealed evaluation against the LP equals the strategy played in the duel directly."""
     from baselines.attackers import play_duel
-    from leaderboard.attacker import duel_kwargs
     from tsg_envs.attacker_env import AttackerEnv
     from tsg_envs.duel import DuelParallelEnv
     from tsg_envs.rollout import LPAgent

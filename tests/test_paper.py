@@ -56,7 +56,7 @@ def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
         [0.0, 50.0, 150.0],
     )
     write_curve(curves / "b" / "curve.csv", "tsg/Screening-Window-20F-v1", [0, 20000], [0.0, 400.0])
-    # baselines.bench --json: 200 gradient steps in 3 s at 50 flights -> 150 s per 10,000
+    # benchmarks.training --json: 200 gradient steps in 3 s at 50 flights -> 150 s per 10,000
     (curves / "bench.json").write_text(
         '{"config": {"grad_steps": 200}, "training": [{"flights": 50, "train_s": 3.0}]}'
     )

@@ -262,7 +262,7 @@ def _log_files(dirs: tuple[str, ...]) -> list[Path]:
 
 
 def _read_bench(files: list[Path]) -> list[dict[str, Any]]:
-    """``python -m baselines.bench --json`` training rows, scaled to 10,000 gradient steps."""
+    """``python -m benchmarks.training --json`` training rows, scaled to 10,000 gradient steps."""
     import json
 
     out = []
@@ -295,7 +295,7 @@ def experiment_training(cfg: PaperConfig, out: Path,
     or, while there are none, every ``alpha-ddpg`` learning-curve CSV under
     ``cfg.curve_dirs``; the wall time at
     step 10,000 is interpolated in each run that reached it. Times against flights also come
-    from ``python -m baselines.bench --json`` files there (its gradient-step timings scaled
+    from ``python -m benchmarks.training --json`` files there (its gradient-step timings scaled
     linearly to 10,000 steps). Whatever is absent is marked missing in the figure and CSV.
     """
     # the logs under curve_dirs only stand in while no unit of experiment 1 has trained α-DDPG
@@ -316,7 +316,7 @@ def experiment_training(cfg: PaperConfig, out: Path,
     summary: list[dict[str, Any]] = []
     hint = (
         "(train with python -m baselines.train --algo alpha-ddpg, or run "
-        "python -m baselines.bench --json, writing under " + ", ".join(cfg.curve_dirs) + ")"
+        "python -m benchmarks.training --json, writing under " + ", ".join(cfg.curve_dirs) + ")"
     )
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
@@ -405,14 +405,15 @@ def experiment_training(cfg: PaperConfig, out: Path,
             [p[0] for p in pts],
             [p[1] for p in pts],
             marker="s",
-            label="baselines.bench (gradient steps only)",
+            label="benchmarks.training (gradient steps only)",
         )
     if per_flights or bench:
         a2.set_xlabel("flights")
         a2.set_ylabel("wall time to 10,000 gradient steps, s")
         a2.legend(fontsize=6)
         if len({s["flights"] for s in summary if s["status"] == "ok"}) < 2:
-            a2.set_title("only one flight count logged: run python -m baselines.bench", fontsize=8)
+            a2.set_title("only one flight count logged: run python -m benchmarks.training",
+                         fontsize=8)
     else:
         msg = "missing: no run reached 10,000 gradient steps and no bench output\n" + hint
         a2.text(
