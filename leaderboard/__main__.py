@@ -384,10 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     rd.add_argument("--html", default="docs/leaderboard.html", help="HTML output")
     rd.set_defaults(func=_cmd_render)
 
-    pp = sub.add_parser("paper", help="moved: python -m experiments.paper (from the "
-                        "repository's root)", add_help=False)
-    pp.add_argument("rest", nargs=argparse.REMAINDER)
-    pp.set_defaults(func=_cmd_paper)
+    sub.add_parser("paper", help="moved: python -m experiments.paper (from the repository's "
+                   "root)").set_defaults(func=_cmd_paper)
 
     rm = sub.add_parser("readme", help="regenerate README.md's number blocks and LEADERBOARD.md")
     rm.add_argument("--check", action="store_true",
@@ -424,7 +422,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("suites", help="list the suites").set_defaults(func=_cmd_suites)
     sub.add_parser("schema", help="print the result JSON Schema").set_defaults(func=_cmd_schema)
 
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["paper"]:  # whatever its options were: say where the command went
+        return _cmd_paper(argparse.Namespace())
+    args = parser.parse_args(words)
     if getattr(args, "command", None) == "frontier" and args.weight is None:
         args.weight = [0.01, 0.1, 1.0]
     return int(args.func(args))

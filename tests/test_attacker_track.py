@@ -83,8 +83,9 @@ def _honest(tmp_path: Path, name: str, act_extra: str = "pass", make_extra: str 
 
 
 def _run(source: str, panel: tuple[str, ...] = CHEAP, limits: Limits = FAST, **kw) -> dict:
+    """The attacker on TINY; ``kw``: more of its :class:`Execution` (backend, workers)."""
     return evaluate_attacker(SubmissionSpec(source), TINY,
-                             Execution(progress=False, reps=50, limits=limits), panel=panel, **kw)
+                             Execution(progress=False, reps=50, limits=limits, **kw), panel=panel)
 
 
 @pytest.fixture(scope="module")
