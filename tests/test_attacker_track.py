@@ -155,6 +155,7 @@ def test_no_attacker_beats_the_best_response_in_expected_mode(honest_doc) -> Non
 
 def test_the_random_attacker_is_reproducible_and_seeded_per_day_and_level() -> None:
     a, b = _run("random", panel=("lp",)), _run("random", panel=("lp",))
+    assert a["status"] == b["status"] == "ok", (a["error"], b["error"])  # e.g. a time limit
     assert a["metrics_digest"] == b["metrics_digest"]
     steps = a["units"][0]["defenders"]["lp"]["episodes"][0]["strike_step"]
     assert len(set(steps)) > 1  # each level gets its own seed
