@@ -52,7 +52,6 @@ __all__ = [
     "train_off_policy",
     "make_config",
     "day_seed",
-    "EVAL_SEED_BASE",
     "evaluate_mean_wait",
     "git_commit",
     "CurveLog",
@@ -66,9 +65,6 @@ __all__ = [
     "BEST_NAME",
 ]
 
-#: Validation days (the learning curve and ``keep_best``) use reset seeds EVAL_SEED_BASE + i
-#: (:data:`tsg_envs.seeds.VALIDATION_SEED_BASE`; the ranges are listed in :mod:`tsg_envs.seeds`).
-EVAL_SEED_BASE: int = VALIDATION_SEED_BASE
 #: File name of the best-evaluated weights inside ``run.out`` (see ``keep_best``).
 BEST_NAME: str = "best.pt"
 
@@ -110,7 +106,7 @@ class OffPolicyConfig:
         vector: Collect through the vector environment even when ``num_envs`` is 1 (it then
             stores the transitions of the one-day loop, to rounding).
         keep_best: Return (and save as ``best.pt``) the weights with the lowest learning-curve
-            evaluation (early stopping on the validation days ``EVAL_SEED_BASE + i``, which
+            evaluation (early stopping on the validation days ``VALIDATION_SEED_BASE + i``, which
             are disjoint from training days and from the leaderboard's test days); False
             returns the final weights.
     """
@@ -376,7 +372,7 @@ def evaluate_mean_wait(env: gym.Env, agent: Any, n_days: int) -> tuple[float, fl
         raise ValueError("evaluate_mean_wait needs an env made by gym.make (it reads env.spec)")
     kwargs = dict(spec.kwargs)
     unit = harness.Unit.of(spec.id, int(kwargs.pop("instance_seed", 0)), **kwargs)
-    days = [EVAL_SEED_BASE + i for i in range(n_days)]
+    days = [VALIDATION_SEED_BASE + i for i in range(n_days)]
     recs = harness.evaluate({"agent": lambda e: agent}, [unit], days)
     return float(np.mean([r.mean_wait for r in recs])), max(r.max_violation for r in recs)
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from tsg_envs.rollout import Agent
+from tsg_envs.rollout import Agent, LPAgent
 
 __all__ = [
     "PAPER_GRADIENT_STEPS", "RunConfig", "Method", "METHOD_MODULES", "get_method", "method_names",
+    "build_agent",
 ]
 
 #: The paper's training budget: 10,000 gradient steps (mini-batches; its figure 3 caption).
@@ -122,3 +123,30 @@ def get_method(name: str) -> Method:
         raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHOD_MODULES)}")
     module = importlib.import_module(METHOD_MODULES[name])
     return module.METHOD
+
+
+def build_agent(name: str, env: gym.Env, checkpoint: str | None = None) -> Agent:
+    """An agent of ``env`` by method name, without training.
+
+    ``"lp"`` is :class:`tsg_envs.rollout.LPAgent`; a non-learning method is built by its
+    module's ``make_agent(env)``; a learned method (``"alpha-ddpg"``, ...) is loaded from
+    ``checkpoint``.
+
+    Raises:
+        RuntimeError: when the method or its checkpoint is unavailable (the reason).
+    """
+    if name == "lp":
+        return LPAgent(env)
+    try:
+        if checkpoint is not None:
+            path = Path(checkpoint)
+            if not path.exists():
+                raise FileNotFoundError(f"no checkpoint at {path}")
+            return get_method(name).load(path, env)
+        module = importlib.import_module(METHOD_MODULES[name])
+    except Exception as err:  # noqa: BLE001 - the caller reports it
+        raise RuntimeError(f"{name} unavailable: {type(err).__name__}: {err}") from err
+    make = getattr(module, "make_agent", None)
+    if make is None:
+        raise RuntimeError(f"{name} needs a trained checkpoint")
+    return make(env)

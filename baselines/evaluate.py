@@ -15,9 +15,10 @@ violations and largest violation, the references' mean waits and the delay ratio
 aggregates: waits averaged over episodes (each day weighs the same), the pooled ratios (ratio
 of the averaged waits), violations summed, the largest violation maxed.
 
-Seeds: evaluation days are ``EVAL_SEED_BASE + k = 10_000 + k``; every named range (training,
-validation, evaluation, duel, leaderboard) is defined once, in :mod:`tsg_envs.seeds`, and
-re-exported here.
+Seeds: evaluation days are ``tsg_envs.seeds.EVAL_SEED_BASE + k = 10_000 + k``; every named
+range (training, validation, evaluation, duel, leaderboard) is defined once, in
+:mod:`tsg_envs.seeds`. Records are the harness's :class:`tsg_envs.harness.EpisodeRecord`, with
+the references' waits attached, and every ratio is :func:`tsg_envs.harness.delay_ratio`.
 
 The leaderboard builds on :func:`evaluate` (it passes its own ``agent_factory`` per submission);
 ``agent_factory(env)`` is called once per instance and must return an agent for that env.
@@ -32,7 +33,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -40,40 +41,20 @@ import numpy as np
 
 from tsg_envs import harness
 from tsg_envs.cache import KeyedCache
+from tsg_envs.harness import EpisodeRecord, delay_ratio
 from tsg_envs.rollout import Agent, LPAgent
-from tsg_envs.seeds import (
-    EVAL_SEED_BASE,
-    TRAIN_SEED_STRIDE,
-    evaluation_day_seeds,
-    seed_ranges_overlap,
-    training_day_seed,
-)
 
 __all__ = [
-    "EVAL_SEED_BASE",
-    "TRAIN_SEED_STRIDE",
     "REFERENCES",
     "AgentFactory",
-    "EpisodeRecord",
     "EvaluationResult",
     "evaluate",
-    "evaluation_day_seeds",
-    "training_day_seed",
-    "seed_ranges_overlap",
-    "delay_ratio",
+    "episode_row",
     "clear_reference_cache",
 ]
 
 #: ``agent_factory(env) -> Agent``: builds (or returns) the agent for one instance's env.
 AgentFactory = Callable[[gym.Env], Agent]
-
-
-def delay_ratio(reference_wait: float | None, agent_wait: float) -> float | None:
-    """Reference wait / agent wait, or None where undefined.
-
-    The one definition is :func:`tsg_envs.harness.delay_ratio`, which also gives the reason.
-    """
-    return harness.delay_ratio(reference_wait, agent_wait)[0]
 
 
 def _slack_guided_agent(env: gym.Env) -> Agent:
@@ -96,47 +77,30 @@ def clear_reference_cache() -> None:
     _REFERENCE_CACHE.clear()
 
 
-@dataclass(frozen=True)
-class EpisodeRecord:
-    """One evaluated episode (one instance, one day).
+def episode_row(record: EpisodeRecord) -> dict[str, Any]:
+    """One evaluated episode as a flat row (``eval.json``'s episodes, the results CSVs).
 
-    Attributes:
-        env_id: Gymnasium id.
-        instance_seed: Instance.
-        day_seed: The day's arrival seed (``env.reset(seed=day_seed)``).
-        n_passengers: Passengers of the day.
-        mean_wait: Agent's mean wait per passenger, minutes.
-        p95_wait: Agent's 95th percentile wait, minutes.
-        max_wait: Agent's largest wait, minutes.
-        proposed_violations: Passengers whose proposed action broke the polytope by > 1e-6.
-        executed_violations: Passengers whose executed action did (0 outside penalize mode).
-        max_violation: Largest violation of any proposed action.
-        reference_mean_wait: Mean wait of each reference policy on the same day.
-        ratio_lp: LP mean wait / agent mean wait (None without the LP reference).
-        ratio_slack_guided: Slack-guided mean wait / agent mean wait (None without it).
+    The record's metrics (its agent's name and total reward left out), ``ratio_lp`` and
+    ``ratio_slack_guided`` (None without that reference) and each reference's mean wait as
+    ``<name>_mean_wait`` (``-`` becomes ``_``).
     """
-
-    env_id: str
-    instance_seed: int
-    day_seed: int
-    n_passengers: int
-    mean_wait: float
-    p95_wait: float
-    max_wait: float
-    proposed_violations: int
-    executed_violations: int
-    max_violation: float
-    reference_mean_wait: dict[str, float] = field(default_factory=dict)
-    ratio_lp: float | None = None
-    ratio_slack_guided: float | None = None
-
-    def flat(self) -> dict[str, Any]:
-        """The record as a flat dict (``reference_mean_wait`` becomes ``<name>_mean_wait``)."""
-        out = asdict(self)
-        refs = out.pop("reference_mean_wait")
-        for name, wait in refs.items():
-            out[f"{name.replace('-', '_')}_mean_wait"] = wait
-        return out
+    row: dict[str, Any] = {
+        "env_id": record.env_id,
+        "instance_seed": record.instance_seed,
+        "day_seed": record.day_seed,
+        "n_passengers": record.n_passengers,
+        "mean_wait": record.mean_wait,
+        "p95_wait": record.p95_wait,
+        "max_wait": record.max_wait,
+        "proposed_violations": record.proposed_violations,
+        "executed_violations": record.executed_violations,
+        "max_violation": record.max_violation,
+        "ratio_lp": record.ratio("lp"),
+        "ratio_slack_guided": record.ratio("slack-guided"),
+    }
+    for name, wait in record.reference_mean_wait.items():
+        row[f"{name.replace('-', '_')}_mean_wait"] = wait
+    return row
 
 
 @dataclass(frozen=True)
@@ -146,7 +110,8 @@ class EvaluationResult:
     Attributes:
         env_id: Gymnasium id.
         env_kwargs: Extra ``gym.make`` kwargs used.
-        records: One :class:`EpisodeRecord` per (instance, day), instances outermost.
+        records: One :class:`tsg_envs.harness.EpisodeRecord` per (instance, day), instances
+            outermost, each with the references' mean waits of its day attached.
     """
 
     env_id: str
@@ -187,7 +152,7 @@ class EvaluationResult:
             "env_id": self.env_id,
             "env_kwargs": jsonable(self.env_kwargs),
             "summary": self.summary(),
-            "episodes": [r.flat() for r in self.records],
+            "episodes": [episode_row(r) for r in self.records],
         }
 
 
@@ -248,24 +213,8 @@ def evaluate(
     days = [int(d) for d in day_seeds]
     agent_recs = harness.evaluate({"agent": agent_factory}, units, days, progress=progress)
     refs = _reference_waits(references, units, days, progress)
-    records: list[EpisodeRecord] = []
-    for rec, unit in zip(agent_recs, [u for u in units for _ in days], strict=True):
-        waits = {name: refs[(name, unit, rec.day_seed)] for name in references}
-        records.append(
-            EpisodeRecord(
-                env_id=env_id,
-                instance_seed=rec.instance_seed,
-                day_seed=rec.day_seed,
-                n_passengers=rec.n_passengers,
-                mean_wait=rec.mean_wait,
-                p95_wait=rec.p95_wait,
-                max_wait=rec.max_wait,
-                proposed_violations=rec.proposed_violations,
-                executed_violations=rec.executed_violations,
-                max_violation=rec.max_violation,
-                reference_mean_wait=waits,
-                ratio_lp=delay_ratio(waits.get("lp"), rec.mean_wait),
-                ratio_slack_guided=delay_ratio(waits.get("slack-guided"), rec.mean_wait),
-            )
-        )
+    records = [
+        rec.with_references({name: refs[(name, unit, rec.day_seed)] for name in references})
+        for rec, unit in zip(agent_recs, [u for u in units for _ in days], strict=True)
+    ]
     return EvaluationResult(env_id=env_id, env_kwargs=env_kwargs, records=records)

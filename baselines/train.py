@@ -19,7 +19,7 @@ What it does:
    method's config dataclass; ``--env-kwarg KEY=VALUE`` is passed to ``gym.make``. Values are
    Python literals (``3e-4``, ``None``, ``[1, 2]``, ``'text'``); anything else is a string.
 2. Evaluates the returned agent on ``--eval-days`` days seeded ``--eval-seed + k`` (default
-   10_000 + k, disjoint from training days; see :mod:`baselines.evaluate`), next to the static
+   10_000 + k, disjoint from training days; see :mod:`tsg_envs.seeds`), next to the static
    LP and the slack-guided LP on the same arrival samples.
 3. Prints the mean wait, the delay ratios against the LP and slack-guided (reference wait /
    agent wait, higher is better) and the two lines ``proposed_violations: N`` and
@@ -43,14 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from baselines.api import PAPER_GRADIENT_STEPS, RunConfig, get_method, method_names
-from baselines.evaluate import (
-    EVAL_SEED_BASE,
-    evaluate,
-    evaluation_day_seeds,
-    seed_ranges_overlap,
-)
+from baselines.evaluate import evaluate
 from baselines.nonlearning import jsonable
 from tsg_envs.provenance import git_commit
+from tsg_envs.seeds import EVAL_SEED_BASE, evaluation_day_seeds, seed_ranges_overlap
 from tsg_envs.validation import cli_int
 
 __all__ = ["build_parser", "parse_assignments", "run_config_from_args", "main"]

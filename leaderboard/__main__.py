@@ -1,4 +1,4 @@
-"""``python -m leaderboard``: evaluate a submission, render the board, rerun the paper.
+"""``python -m leaderboard``: evaluate a submission, verify a result, render the board.
 
 Subcommands:
 
@@ -16,10 +16,13 @@ Subcommands:
   (:mod:`leaderboard.frontier`, the paper's Theorem 1).
 * ``render [--results DIR] [--markdown FILE] [--html FILE]`` writes ``LEADERBOARD.md`` and the
   static page from the committed results.
-* ``paper [--quick] [--out DIR]`` regenerates the paper's four experiments (PNG + CSV).
-* ``readme [--check] [--main-job]`` regenerates every number block of ``README.md`` and
-  ``LEADERBOARD.md`` from the committed results files (``--check``: exit 1 if they differ;
-  ``--main-job``: first rerun the README's main job into ``results/main_job.txt``).
+* ``readme [--check] [--main-job]`` regenerates the leaderboard's number blocks of ``README.md``
+  (the main job, the boards, the id table) and ``LEADERBOARD.md`` from the committed results
+  files (``--check``: exit 1 if they differ; ``--main-job``: first rerun the README's main job
+  into ``results/main_job.txt``). Every block, benchmarks' and experiments' included:
+  ``python -m experiments.readme`` from the repository's root.
+* The paper's experiments moved out of the package: ``python -m experiments.paper`` from the
+  repository's root (``paper`` here only says so).
 * ``suites`` lists the suites; ``schema`` prints the result JSON Schema.
 """
 
@@ -31,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from leaderboard.runner import BACKENDS, Execution
 from leaderboard.sealed import Limits
 from tsg_envs.validation import cli_int
 
@@ -130,6 +134,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         limits = Limits(call_s=args.call_timeout, unit_s=args.unit_timeout,
                         memory_mb=args.memory_mb or None, isolate=not args.no_isolation)
+        run = Execution(workers=args.workers, backend=args.backend, address=args.address,
+                        progress=not args.no_progress, limits=limits, reps=args.reps)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -153,17 +159,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if attacker:
             from leaderboard.attacker import evaluate_attacker
 
-            doc = evaluate_attacker(
-                spec, suite, workers=args.workers, progress=not args.no_progress,
-                reps=args.reps, limits=limits, backend=args.backend, address=args.address,
-                cache=Path(args.out) / "panel",
-            )
+            doc = evaluate_attacker(spec, suite, run, cache=Path(args.out) / "panel")
             print(format_attacker_rows(doc))
         else:
-            doc = evaluate_submission(
-                spec, suite, workers=args.workers, progress=not args.no_progress,
-                reps=args.reps, limits=limits, backend=args.backend, address=args.address,
-            )
+            doc = evaluate_submission(spec, suite, run)
             print(format_rows(doc))
         try:
             path = save_result(doc, args.out, force=args.force)
@@ -185,14 +184,19 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     from leaderboard.verify import verify
 
-    limits = Limits(call_s=args.call_timeout, unit_s=args.unit_timeout)
     if not 0.0 <= args.rtol < float("inf"):
         print(f"error: --rtol must be a finite number >= 0, got {args.rtol}", file=sys.stderr)
         return 2
+    try:
+        run = Execution(workers=args.workers, backend=args.backend, address=args.address,
+                        progress=not args.no_progress,
+                        limits=Limits(call_s=args.call_timeout, unit_s=args.unit_timeout))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     code = 0
     for path in args.results:
-        v = verify(path, limits=limits, workers=args.workers, progress=not args.no_progress,
-                   rtol=args.rtol)
+        v = verify(path, run, rtol=args.rtol)
         print(f"{'verified' if v.ok else 'NOT VERIFIED'}: {v.path}: {v.message}")
         code = code if v.ok else 1
     return code
@@ -211,65 +215,15 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Where the paper's experiments went (they are not part of the installed package).
+PAPER_MOVED = ("the paper's experiments moved out of the leaderboard package: run "
+               "python -m experiments.paper [--quick] [--train-adaptive] [--render-only] ... "
+               "from the repository's root (python -m experiments.paper --help)")
+
+
 def _cmd_paper(args: argparse.Namespace) -> int:
-    from leaderboard.paper import PaperConfig, run_paper
-
-    if args.gradient_steps is not None and not args.train_adaptive:
-        print("error: --gradient-steps is alpha-DDPG's training budget: it needs "
-              "--train-adaptive", file=sys.stderr)
-        return 2
-    cfg = PaperConfig.quick_config() if args.quick else PaperConfig()
-    if args.adaptive_checkpoint:
-        cfg = cfg.replace(adaptive_checkpoint=args.adaptive_checkpoint)
-    if args.instances is not None:
-        cfg = cfg.replace(instances=tuple(range(args.instances)))
-    if args.other_instances is not None:
-        cfg = cfg.replace(other_instances=args.other_instances)
-    if args.days is not None:
-        cfg = cfg.replace(days=args.days)
-    if args.figures:
-        cfg = cfg.replace(figures=tuple(args.figures))
-    if args.render_only:
-        cfg = cfg.replace(figures=())
-    if args.flights:
-        import gymnasium as gym
-
-        import tsg_envs  # noqa: F401 - registers the ids
-
-        missing = [k for k in args.flights if f"tsg/Screening-Window-{k}F-v1" not in gym.registry]
-        if missing or len(set(args.flights)) != len(args.flights):
-            print(f"error: --flights takes distinct flight counts of registered window ids "
-                  f"(tsg/Screening-Window-<N>F-v1); not registered: {missing}", file=sys.stderr)
-            return 2
-        cfg = cfg.replace(flights=tuple(sorted(args.flights)))
-    if args.train_adaptive:
-        steps = args.gradient_steps or (200 if args.quick else 10_000)
-        cfg = cfg.replace(adaptive_gradient_steps=steps)
-    if args.verify is not None:
-        from leaderboard.paper import verify_units
-
-        if args.render_only:
-            print("error: --verify computes units again; --render-only computes none",
-                  file=sys.stderr)
-            return 2
-
-        try:
-            checks = verify_units(cfg, Path(args.out), count=args.verify, seed=args.verify_seed,
-                                  progress=not args.no_progress)
-        except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        for check in checks:
-            print(f"{check.path}: {check.message}")
-        bad = sum(not c.ok for c in checks)
-        print(f"{len(checks) - bad} of {len(checks)} unit(s) reproduced"
-              f" ({sum(c.exact for c in checks)} bit for bit)")
-        return 1 if bad else 0
-    outputs = run_paper(cfg, Path(args.out), progress=not args.no_progress,
-                        workers=args.workers, backend=args.backend, address=args.address)
-    for path in outputs:
-        print(path)
-    return 0
+    print(f"error: {PAPER_MOVED}", file=sys.stderr)
+    return 2
 
 
 def _cmd_panel(args: argparse.Namespace) -> int:
@@ -304,7 +258,8 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 
 
 def _cmd_suites(args: argparse.Namespace) -> int:
-    from leaderboard.suites import EVAL_SEED_BASE, SUITES
+    from leaderboard.suites import SUITES
+    from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
     for s in SUITES.values():
         print(
@@ -312,7 +267,7 @@ def _cmd_suites(args: argparse.Namespace) -> int:
             f"risk probe {s.risk_max_states} states/unit, "
             f"train {s.train_gradient_steps} gradient steps: {s.description}"
         )
-    print(f"(arrival seeds start at {EVAL_SEED_BASE}; training must use seeds below it)")
+    print(f"(arrival seeds start at {LEADERBOARD_SEED_BASE}; training must use seeds below it)")
     return 0
 
 
@@ -391,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--memory-mb", type=cli_int(0), default=Limits.memory_mb, metavar="MIB",
                     help="address-space limit of the submission's process (default "
                     "%(default)s; 0: none)")
-    ev.add_argument("--backend", choices=("local", "ray"), default="local",
+    ev.add_argument("--backend", choices=BACKENDS, default="local",
                     help="local processes (--workers) or one Ray task per unit (default "
                     "%(default)s)")
     ev.add_argument("--address", default=None,
@@ -410,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
                         "per-episode records (writes RESULT.verified on a match)")
     vf.add_argument("results", nargs="+", help="result JSON files")
     vf.add_argument("--workers", type=cli_int(1), default=1, help="parallel unit processes")
+    vf.add_argument("--backend", choices=BACKENDS, default="local",
+                    help="local processes or one Ray task per unit (default %(default)s)")
+    vf.add_argument("--address", default=None, help="Ray cluster address (--backend ray)")
     vf.add_argument("--call-timeout", type=float, default=Limits.call_s, metavar="S")
     vf.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S")
     from leaderboard.verify import DEFAULT_RTOL
@@ -426,48 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     rd.add_argument("--html", default="docs/leaderboard.html", help="HTML output")
     rd.set_defaults(func=_cmd_render)
 
-    pp = sub.add_parser("paper", help="regenerate the paper's four experiments (PNG + CSV)")
-    pp.add_argument("--quick", action="store_true", help="a small protocol for CI")
-    pp.add_argument("--out", default="results/paper", help="output directory")
-    pp.add_argument(
-        "--adaptive-checkpoint",
-        default=None,
-        help="alpha-DDPG checkpoint template ({env}, {instance}) for the adaptive "
-        "curve; without it the non-learning online baselines stand in",
-    )
-    pp.add_argument("--train-adaptive", action="store_true",
-                    help="train alpha-DDPG on every (point, instance) unit (the paper's agent)")
-    pp.add_argument("--gradient-steps", type=cli_int(1), default=None,
-                    help="its budget in gradient steps (default 10,000, the paper's; 200 "
-                    "with --quick)")
-    pp.add_argument("--workers", type=cli_int(1), default=1, help="parallel unit processes")
-    pp.add_argument("--backend", choices=("local", "ray"), default="local",
-                    help="local processes or one Ray task per unit")
-    pp.add_argument("--address", default=None, help="Ray cluster address (--backend ray)")
-    pp.add_argument("--instances", type=cli_int(1), default=None,
-                    help="override: instances 0..N-1 (experiment 1; experiments 2 and 4 keep "
-                    "at most their own count)")
-    pp.add_argument("--other-instances", type=cli_int(1), default=None,
-                    help="override: experiments 2 and 4 use the first N instances (default 10)")
-    pp.add_argument("--days", type=cli_int(1), default=None, help="override: days per instance")
-    pp.add_argument("--figures", nargs="+", choices=("fig1", "fig2", "fig4"), default=None,
-                    help="compute the missing units of these experiments only (default: all); "
-                    "the others reuse their cached units, and every figure is redrawn "
-                    "(figure 3 reads experiment 1's trainings)")
-    pp.add_argument("--flights", nargs="+", type=cli_int(1), default=None, metavar="N",
-                    help="override: experiment 1's flight counts (default 5 10 20 50 100 300)")
-    pp.add_argument("--render-only", action="store_true",
-                    help="compute no unit: redraw every figure and the summary from the cached "
-                    "units (a point shows the instances it has; the CSVs count them)")
-    pp.add_argument("--verify", type=cli_int(1), default=None, metavar="N",
-                    help="compute N cached units again from scratch (drawn at random from the "
-                    "experiments of --figures and the points this configuration names; alpha-"
-                    "DDPG retrained in a scratch folder) and compare them with the cache; "
-                    "exit 1 if one differs; draws nothing")
-    pp.add_argument("--verify-seed", type=cli_int(0), default=0,
-                    help="seed of --verify's draw (default 0)")
-    pp.add_argument("--no-progress", action="store_true", help="no progress bar")
-    pp.set_defaults(func=_cmd_paper)
+    sub.add_parser("paper", help="moved: python -m experiments.paper (from the repository's "
+                   "root)").set_defaults(func=_cmd_paper)
 
     rm = sub.add_parser("readme", help="regenerate README.md's number blocks and LEADERBOARD.md")
     rm.add_argument("--check", action="store_true",
@@ -504,7 +422,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("suites", help="list the suites").set_defaults(func=_cmd_suites)
     sub.add_parser("schema", help="print the result JSON Schema").set_defaults(func=_cmd_schema)
 
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["paper"]:  # whatever its options were: say where the command went
+        return _cmd_paper(argparse.Namespace())
+    args = parser.parse_args(words)
     if getattr(args, "command", None) == "frontier" and args.weight is None:
         args.weight = [0.01, 0.1, 1.0]
     return int(args.func(args))

@@ -8,7 +8,9 @@ LP, a placeholder: the panel's defenders are never reachable) and ``attacker`` h
 method`` strike) and optionally ``reset(seed)``, called at the start of every day with a seed for
 the attacker's own randomness (derived from the day and the level, not the day's arrival seed:
 an attacker learns the day only by watching it). The file may define ``NAME`` (read without
-running it) and ``DESCRIPTION``. Or a baseline name of :data:`ATTACKER_BASELINES`:
+running it) and ``DESCRIPTION``. Or a baseline name of
+:data:`leaderboard.units.ATTACKER_BASELINES` (the attacker's environment and its loading live in
+:mod:`leaderboard.units`, below the sandbox that builds them):
 
 * ``random``: :class:`baselines.attackers.RandomAttacker`.
 * ``dqn``: :class:`baselines.attackers.DQNAttacker`, trained in its own process on each unit
@@ -41,59 +43,44 @@ and the fraction get rliable's IQM and mean with 95% stratified-bootstrap interv
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 import tsg_envs  # noqa: F401  (registers the ids)
 from leaderboard.aggregate import BOOTSTRAP_REPS, iqm_interval
+from leaderboard.runner import Execution
 from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
 from leaderboard.sealed import Limits, SealedAttacker, isolation
 from leaderboard.submission import (
     LoadedSubmission,
     SubmissionError,
     SubmissionSpec,
-    checkpoint_path,
     describe_exception,
-    load_file,
     missing_checkpoints,
     row_name,
     sha256_file,
 )
 from leaderboard.suites import Suite
-from tsg_envs.attacker_env import AttackerEnv
+from leaderboard.units import describe_attacker, duel_kwargs
 from tsg_envs.duel import ATTACKER, DEFENDER, WAIT, DuelParallelEnv
 from tsg_envs.provenance import provenance
 from tsg_envs.rollout import Agent, LPAgent
 
 __all__ = [
-    "ATTACKER_BASELINES",
     "PANEL",
     "PANEL_DIR",
     "PANEL_GRADIENT_STEPS",
     "attacker_seed",
-    "duel_kwargs",
-    "attacker_unit_env",
-    "describe_attacker",
-    "load_attacker",
     "panel_checkpoint",
     "write_panel_manifest",
     "panel_defender",
     "evaluate_attacker_unit",
     "evaluate_attacker",
 ]
-
-#: Baseline attackers by name.
-ATTACKER_BASELINES: dict[str, str] = {
-    "random": "strikes at a uniformly random arrival with a uniformly random (flight, method)",
-    "dqn": "masked DQN timing attacker trained against the static LP (transfer attacker)",
-    "best-response": "exact best response to each defender on each day (knows both; the bound)",
-}
 
 #: The defenders every attacker faces, in table order, with one line each.
 PANEL: dict[str, str] = {
@@ -115,108 +102,6 @@ def attacker_seed(arrival_seed: int, theta: int) -> int:
     """The seed given to ``reset`` of an attacker on day ``arrival_seed`` at level ``theta``."""
     seq = np.random.SeedSequence([int(arrival_seed), int(theta), _ATTACKER_STREAM])
     return int(seq.generate_state(1)[0])
-
-
-def duel_kwargs(env_id: str, instance_seed: int, env_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``ScreeningEnv`` kwargs of a registered id's unit (what the duel is built from)."""
-    spec = gym.spec(env_id)
-    return {**dict(spec.kwargs), **dict(env_kwargs), "instance_seed": int(instance_seed)}
-
-
-def attacker_unit_env(env_id: str, instance_seed: int, env_kwargs: dict[str, Any]) -> AttackerEnv:
-    """The ``env`` handed to ``make_attacker``: the unit's duel against the static LP."""
-    return AttackerEnv(LPAgent, **duel_kwargs(env_id, instance_seed, env_kwargs))
-
-
-# Loading --------------------------------------------------------------------------------------
-def describe_attacker(spec: SubmissionSpec) -> LoadedSubmission:
-    """The attacker's row information, without running any of its code.
-
-    Raises:
-        SubmissionError: an unknown baseline name, a missing file or checkpoint.
-    """
-    if spec.is_file:
-        path = Path(spec.source)
-        if not path.is_file():
-            raise SubmissionError(f"import failed: no such file {spec.source!r}")
-        fingerprint, description, learned = sha256_file(path), "", None
-    else:
-        if spec.source not in ATTACKER_BASELINES:
-            raise SubmissionError(
-                f"unknown attacker {spec.source!r}: neither a .py file nor one of "
-                f"{', '.join(ATTACKER_BASELINES)}"
-            )
-        h = hashlib.sha256(f"attacker:{spec.source}:{spec.train_gradient_steps}".encode())
-        if spec.checkpoint is not None:
-            h.update(spec.checkpoint.encode())
-            if "{" not in spec.checkpoint:
-                path = Path(spec.checkpoint)
-                if not path.is_file():
-                    raise SubmissionError(f"checkpoint not found: {spec.checkpoint}")
-                h.update(sha256_file(path).encode())
-        fingerprint = h.hexdigest()
-        description = ATTACKER_BASELINES[spec.source]
-        learned = spec.source == "dqn"
-
-    def not_here(*_: Any, **__: Any) -> Any:
-        raise RuntimeError("an attacker's make_attacker runs in its own process only")
-
-    return LoadedSubmission(spec=spec, name=row_name(spec),
-                            kind="file" if spec.is_file else "baseline", description=description,
-                            fingerprint=fingerprint, learned=learned, make_agent=not_here)
-
-
-def load_attacker(spec: SubmissionSpec) -> LoadedSubmission:
-    """Load an attacker in its own process; ``make_agent`` then builds the attacker.
-
-    Its ``make_agent(env, *, env_id, instance_seed, env_kwargs, train_gradient_steps)`` calls
-    the file's ``make_attacker(env)`` or builds the baseline attacker.
-
-    Raises:
-        SubmissionError: the file cannot be imported, or names no ``make_attacker``.
-    """
-    if spec.is_file:
-        return load_file(spec, factory_name="make_attacker")
-    loaded = describe_attacker(spec)
-    if spec.source == "best-response":
-        raise SubmissionError("best-response plays in the evaluator (it needs the defender)")
-
-    def make_attacker(env: AttackerEnv, *, env_id: str, instance_seed: int,
-                      env_kwargs: dict[str, Any], train_gradient_steps: int, **_: Any) -> Any:
-        from baselines.attackers import (
-            DQNAttacker,
-            RandomAttacker,
-            train_dqn_attacker,
-        )
-
-        if spec.source == "random":
-            return RandomAttacker(env.game)
-        if spec.checkpoint is not None:
-            path = checkpoint_path(spec.checkpoint, env_id, instance_seed)
-            if not path.is_file():
-                raise FileNotFoundError(f"checkpoint not found: {path}")
-            return DQNAttacker.load(path, env)
-        steps = (spec.train_gradient_steps if spec.train_gradient_steps is not None
-                 else train_gradient_steps)
-        return train_dqn_attacker(LPAgent, dqn_config(int(steps)),
-                                  **duel_kwargs(env_id, instance_seed, env_kwargs))
-
-    loaded.make_agent = make_attacker
-    return loaded
-
-
-def dqn_config(gradient_steps: int, seed: int = 0) -> Any:
-    """The DQN attacker's config for a budget in gradient steps (mini-batches).
-
-    Its warm-up (5,000 transitions) plus ``gradient_steps / updates_per_step`` transitions,
-    ε decaying over the first half of them (at most 50,000).
-    """
-    from baselines.attackers import DQNAttackerConfig
-
-    base = DQNAttackerConfig(seed=seed)
-    steps = base.warmup_steps + int(np.ceil(gradient_steps / base.updates_per_step))
-    return DQNAttackerConfig(seed=seed, steps=steps,
-                             eps_decay_steps=max(1, min(base.eps_decay_steps, steps // 2)))
 
 
 # The panel ------------------------------------------------------------------------------------
@@ -469,33 +354,24 @@ def aggregate_defenders(units: list[dict[str, Any]], reps: int = BOOTSTRAP_REPS
 def evaluate_attacker(
     spec: SubmissionSpec,
     suite: Suite,
-    workers: int = 1,
-    progress: bool = True,
-    reps: int = BOOTSTRAP_REPS,
-    limits: Limits | None = None,
-    backend: str = "local",
-    address: str | None = None,
+    execution: Execution | None = None,
     cache: Path | None = None,
     panel: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """Evaluate an attacker on every unit of ``suite`` against the panel; the result document.
 
     Args:
-        spec: The attacker (file or :data:`ATTACKER_BASELINES` name).
+        spec: The attacker (file or :data:`leaderboard.units.ATTACKER_BASELINES` name).
         suite: The suite.
-        workers: Local processes (units in parallel), or Ray CPUs of a local Ray.
-        progress: Show a progress bar.
-        reps: Bootstrap replications.
-        limits: Time and memory limits of the attacker's processes.
-        backend: ``"local"`` or ``"ray"`` (as :func:`leaderboard.evaluate.evaluate_submission`).
-        address: Ray cluster address.
+        execution: Workers, backend, progress bar, the attacker's processes' limits and the
+            bootstrap's replications (default :class:`~leaderboard.runner.Execution`).
         cache: Where panel checkpoints missing from the repository are trained and kept.
         panel: A subset of :data:`PANEL` (None: all of it; the board uses all of it).
     """
     from tqdm.auto import tqdm
 
-    from leaderboard.evaluate import map_units
-
+    run = Execution() if execution is None else execution
+    progress = run.progress
     panel = tuple(PANEL) if panel is None else tuple(panel)
     unknown = [p for p in panel if p not in PANEL]
     if unknown or not panel:
@@ -519,7 +395,7 @@ def evaluate_attacker(
         "units": [],
         "defenders": None,
     }
-    limits = Limits() if limits is None else limits
+    limits = run.limits
     loaded: LoadedSubmission | None = None
     try:
         loaded = describe_attacker(spec)
@@ -539,12 +415,11 @@ def evaluate_attacker(
         if cache is not None and "alpha-ddpg" in panel:  # missing checkpoints, trained once
             for e, i in units:
                 panel_checkpoint(e, i, cache, progress=progress)
-        outs = map_units(_worker, [(spec, suite, e, i, limits, cache, panel) for e, i in units],
-                         workers=workers, backend=backend, address=address,
-                         on_done=lambda: bar.update(per_unit),
-                         local=lambda a: evaluate_attacker_unit(*a[:4], tick=bar.update,
-                                                                limits=a[4], cache=a[5],
-                                                                panel=a[6]))
+        outs = run.map(_worker, [(spec, suite, e, i, limits, cache, panel) for e, i in units],
+                       on_done=lambda: bar.update(per_unit),
+                       local=lambda a: evaluate_attacker_unit(*a[:4], tick=bar.update,
+                                                              limits=a[4], cache=a[5],
+                                                              panel=a[6]))
         bar.close()
         doc["units"] = [o["unit"] for o in outs]
         described = [o["description"] for o in outs if o.get("description")]
@@ -556,7 +431,7 @@ def evaluate_attacker(
             more = f" (and {len(failed) - 1} more of {len(units)} units)" if len(failed) > 1 else ""
             doc["status"], doc["error"] = "failed", f"{failed[0]['error']}{more}"
         else:
-            doc["defenders"] = aggregate_defenders(doc["units"], reps=reps)
+            doc["defenders"] = aggregate_defenders(doc["units"], reps=run.reps)
             modes = sorted({u["queue_mode"] for u in doc["units"]})
             if modes != ["expected"]:
                 doc["notes"].append(

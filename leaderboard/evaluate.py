@@ -16,25 +16,25 @@ For every unit (environment id, instance seed) of the suite:
 A failure of the submission (import, ``make_agent``, ``act`` raising, NaN/inf or a wrong shape)
 fails its unit with the reason; the remaining units still run and the row is reported as
 failed with the first reason. No exception a submission raises (``SystemExit`` included) stops
-the run, and a submission never writes another result file. Not contained: a submission that
-hangs, exhausts memory or kills its process (``os._exit``); evaluation runs in-process (or in
-``workers`` processes) with no time limit. The metrics are deterministic: the same submission
-and suite give the same ``metrics_digest``, whatever ``workers`` is.
+the run, and a submission never writes another result file. The submission runs sealed in its
+own process (:mod:`leaderboard.sealed`), within the time and memory limits of
+:class:`~leaderboard.sealed.Limits`: a hang, an exhausted memory or a killed process fails its
+unit too. The metrics are deterministic: the same submission and suite give the same
+``metrics_digest``, whatever the :class:`~leaderboard.runner.Execution` (workers, backend).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import gymnasium as gym
 
 import tsg_envs  # noqa: F401  (registers the ids)
-from leaderboard.aggregate import BOOTSTRAP_REPS, aggregate_units
+from leaderboard.aggregate import aggregate_units
+from leaderboard.runner import Execution
 from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
 from leaderboard.sealed import Limits, SealedAgent, isolation
 from leaderboard.submission import (
@@ -47,7 +47,8 @@ from leaderboard.submission import (
     missing_checkpoints,
 )
 from leaderboard.suites import Suite
-from tsg_envs.harness import Unit, delay_ratio
+from leaderboard.units import make_unit_env
+from tsg_envs.harness import EpisodeRecord, Unit
 from tsg_envs.harness import evaluate as harness_evaluate
 from tsg_envs.provenance import provenance
 from tsg_envs.risk import worst_case_risk
@@ -55,11 +56,9 @@ from tsg_envs.rollout import Agent, LPAgent
 
 __all__ = [
     "REFERENCE_LP",
-    "make_unit_env",
     "run_episodes",
     "evaluate_unit",
     "evaluate_submission",
-    "map_units",
 ]
 
 #: How the LP reference is described in every result.
@@ -71,26 +70,25 @@ Tick = Callable[[int], None]
 REPLAY_REQUESTS = 64
 
 
-def make_unit_env(env_id: str, instance_seed: int, env_kwargs: dict[str, Any]) -> gym.Env:
-    """The unit's environment: ``gym.make(env_id, instance_seed=..., **env_kwargs)``."""
-    return gym.make(env_id, instance_seed=int(instance_seed), **env_kwargs)
+def _episode_record(rec: EpisodeRecord) -> dict[str, Any]:
+    """A result's episode (:data:`leaderboard.schema.SCHEMA`) from the harness's record.
 
-
-def _episode_record(
-    seed: int, stats: dict[str, Any], lp_wait: float, sg_wait: float | None
-) -> dict[str, Any]:
+    ``rec`` carries the LP's and (when it could be loaded) slack-guided's mean wait of the same
+    day (:meth:`~tsg_envs.harness.EpisodeRecord.with_references`).
+    """
+    sg_wait = rec.reference_mean_wait.get("slack-guided")
     return {
-        "arrival_seed": int(seed),
-        "mean_wait": float(stats["mean_wait"]),
-        "p95_wait": float(stats["p95_wait"]),
-        "max_wait": float(stats["max_wait"]),
-        "proposed_violations": int(stats["proposed_violations"]),
-        "executed_violations": int(stats["executed_violations"]),
-        "max_violation": float(stats["max_violation"]),
-        "lp_mean_wait": float(lp_wait),
-        "ratio_vs_lp": _ratio(lp_wait, stats["mean_wait"]),
+        "arrival_seed": int(rec.day_seed),
+        "mean_wait": float(rec.mean_wait),
+        "p95_wait": float(rec.p95_wait),
+        "max_wait": float(rec.max_wait),
+        "proposed_violations": int(rec.proposed_violations),
+        "executed_violations": int(rec.executed_violations),
+        "max_violation": float(rec.max_violation),
+        "lp_mean_wait": float(rec.reference_mean_wait["lp"]),
+        "ratio_vs_lp": rec.ratio("lp"),
         "slack_guided_mean_wait": None if sg_wait is None else float(sg_wait),
-        "ratio_vs_slack_guided": _ratio(sg_wait, stats["mean_wait"]),
+        "ratio_vs_slack_guided": rec.ratio("slack-guided"),
     }
 
 
@@ -130,18 +128,10 @@ def run_episodes(
     by = {(r.agent, r.day_seed): r for r in records}
     out = []
     for seed in seeds:
-        rec = by[("agent", seed)]
-        lp_wait = by[("lp", seed)].mean_wait
-        sg_rec = by.get(("slack-guided", seed))
-        out.append(_episode_record(seed, rec.summary(), lp_wait,
-                                   None if sg_rec is None else sg_rec.mean_wait))
+        refs = {name: by[(name, seed)].mean_wait for name in factories if name != "agent"}
+        out.append(_episode_record(by[("agent", seed)].with_references(refs)))
     tick(len(seeds))
     return out, sg_status
-
-
-def _ratio(reference: float | None, agent: float) -> float | None:
-    """Reference / agent delay (:func:`tsg_envs.harness.delay_ratio`; None when undefined)."""
-    return delay_ratio(reference, agent)[0]
 
 
 def _risk_block(report: Any, env: gym.Env, seed: int, max_states: int | None) -> dict[str, Any]:
@@ -319,97 +309,6 @@ def _evaluate_unit(
             "description": description}
 
 
-def map_units(fn: Callable[[Any], dict[str, Any]], args: list[Any], workers: int = 1,
-              backend: str = "local", address: str | None = None,
-              on_done: Callable[[], None] | None = None,
-              local: Callable[[Any], dict[str, Any]] | None = None,
-              on_result: Callable[[int, dict[str, Any]], None] | None = None,
-              ) -> list[dict[str, Any]]:
-    """``[fn(a) for a in args]``, in this process, ``workers`` local processes or Ray tasks.
-
-    Results come back in the order of ``args`` whatever the backend, so a result never
-    depends on timing. ``fn`` must be a module-level function (it is pickled to the workers).
-
-    Args:
-        fn: The unit's work.
-        args: One argument per unit.
-        workers: Local processes (1: this process), or the CPUs of a local Ray.
-        backend: ``"local"`` or ``"ray"`` (a local Ray started here, or the cluster at
-            ``address``; every node needs this package installed).
-        address: Ray cluster address.
-        on_done: Called after each unit completed by a worker or a Ray task.
-        local: Replaces ``fn`` when running in this process (e.g. to tick a progress bar).
-        on_result: Called with (index, result) as soon as each unit completes, in completion
-            order (e.g. to save it, so that an interrupted run keeps its finished units).
-
-    A unit that raises stops the run: the units not yet started are cancelled, those running
-    finish and are passed to ``on_result`` (hours of a long run are not thrown away), and then
-    the first error is raised. An interrupt (Ctrl-C) cancels the units not yet started.
-    """
-    on_done = on_done or (lambda: None)
-    on_result = on_result or (lambda i, r: None)
-    outs: list[dict[str, Any] | None] = [None] * len(args)
-    if backend == "ray":
-        try:
-            import ray
-        except ImportError as err:
-            raise RuntimeError("--backend ray needs Ray: pip install 'tsg-envs[ray]'") from err
-        if not ray.is_initialized():
-            if address is None:
-                ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(address=address, log_to_driver=False)
-        task = ray.remote(num_cpus=1, max_retries=0)(fn)
-        refs = {task.remote(a): i for i, a in enumerate(args)}
-        pending = list(refs)
-        try:
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                i = refs[done[0]]
-                outs[i] = ray.get(done[0])
-                on_result(i, outs[i])
-                on_done()
-        except BaseException:
-            for ref in pending:  # the tasks not finished: none of them will be collected
-                ray.cancel(ref)
-            raise
-        return outs  # type: ignore[return-value]
-    if backend != "local":
-        raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
-    if workers <= 1:
-        for i, a in enumerate(args):
-            outs[i] = (local or fn)(a)
-            on_result(i, outs[i])
-        return outs  # type: ignore[return-value]
-    from concurrent.futures import as_completed
-
-    ctx = multiprocessing.get_context("spawn")
-    error: Exception | None = None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(fn, a): i for i, a in enumerate(args)}
-        try:
-            for fut in as_completed(futures):
-                if fut.cancelled():
-                    continue
-                i = futures[fut]
-                try:
-                    outs[i] = fut.result()
-                except Exception as err:  # keep collecting the units already running
-                    if error is None:
-                        error = err
-                        for f in futures:
-                            f.cancel()  # those not started yet
-                    continue
-                on_result(i, outs[i])
-                on_done()
-        except BaseException:  # an interrupt: do not wait for the queued units
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-    if error is not None:
-        raise error
-    return outs  # type: ignore[return-value]
-
-
 def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int, Limits]) -> dict[str, Any]:
     spec, suite, env_id, instance_seed, limits = args
     return evaluate_unit(spec, suite, env_id, instance_seed, limits=limits)
@@ -424,12 +323,7 @@ def _submission_name(spec: SubmissionSpec) -> str:
 def evaluate_submission(
     spec: SubmissionSpec,
     suite: Suite,
-    workers: int = 1,
-    progress: bool = True,
-    reps: int = BOOTSTRAP_REPS,
-    limits: Limits | None = None,
-    backend: str = "local",
-    address: str | None = None,
+    execution: Execution | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``spec`` on every unit of ``suite`` and build the result document.
 
@@ -439,15 +333,9 @@ def evaluate_submission(
     Args:
         spec: The submission.
         suite: The suite.
-        workers: Processes evaluating units in parallel (1: in this process). The metrics do
-            not depend on it.
-        progress: Show a progress bar (tqdm, on stderr).
-        reps: Bootstrap replications of the intervals.
-        limits: Time and memory limits of the submission's processes.
-        backend: ``"local"`` (this process, or ``workers`` local processes) or ``"ray"`` (one
-            Ray task per unit: a local Ray started here, or the cluster at ``address``; every
-            node needs this package installed). The result does not depend on it.
-        address: The Ray cluster's address (``--backend ray`` only; None: a local Ray).
+        execution: Workers, backend, progress bar, the sealed processes' limits and the
+            bootstrap's replications (default :class:`~leaderboard.runner.Execution`). The
+            per-episode records do not depend on it.
 
     Returns:
         A result document that conforms to :data:`leaderboard.schema.SCHEMA`.
@@ -478,7 +366,8 @@ def evaluate_submission(
         "units": [],
         "aggregate": None,
     }
-    limits = Limits() if limits is None else limits
+    run = Execution() if execution is None else execution
+    limits = run.limits
     loaded: LoadedSubmission | None = None
     try:
         loaded = describe_submission(spec)
@@ -500,11 +389,10 @@ def evaluate_submission(
             total=len(units) * per_unit,
             desc=f"{doc['submission']['name']} on {suite.name}",
             unit=" ep+probe",
-            disable=not progress,
+            disable=not run.progress,
         )
-        outs = map_units(
-            _worker_unit, [(spec, suite, e, i, limits) for e, i in units], workers=workers,
-            backend=backend, address=address,
+        outs = run.map(
+            _worker_unit, [(spec, suite, e, i, limits) for e, i in units],
             on_done=lambda: bar.update(per_unit),
             local=lambda a: evaluate_unit(*a[:4], tick=bar.update, limits=a[4]),
         )
@@ -528,7 +416,7 @@ def evaluate_submission(
             more = f" (and {len(failed) - 1} more of {len(units)} units)" if len(failed) > 1 else ""
             doc["error"] = f"{first['error']}{more}"
         else:
-            doc["aggregate"] = aggregate_units(doc["units"], reps=reps)
+            doc["aggregate"] = aggregate_units(doc["units"], reps=run.reps)
             doc["track"], doc["notes"] = _track(doc)
 
     doc["metrics_digest"] = metrics_digest(doc)

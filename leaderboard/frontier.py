@@ -97,7 +97,7 @@ def _agent(name: str, env: gym.Env, run_dir: Path, gradient_steps: int, seed: in
                         out=run_dir, instance_seed=int(u.instance_seed),
                         env_kwargs={"risk_bound": np.asarray(u.risk_bound)}, progress=False)
         return get_method(name).train(run)
-    from leaderboard.paper import build_agent
+    from baselines.api import build_agent
 
     return build_agent(name, env)
 
@@ -124,14 +124,14 @@ def sweep(agent: str, env_id: str, instance_seed: int, scales: list[float], days
     """
     from tqdm.auto import tqdm
 
-    from leaderboard.suites import EVAL_SEED_BASE
     from tsg_envs.harness import Unit
     from tsg_envs.harness import evaluate as harness_evaluate
     from tsg_envs.risk import worst_case_risk
+    from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
     base = gym.make(env_id, instance_seed=instance_seed)
     psi_lp = np.asarray(base.unwrapped.lp_solution.psi, dtype=float)
-    seeds = [EVAL_SEED_BASE + d for d in range(days)]
+    seeds = [LEADERBOARD_SEED_BASE + d for d in range(days)]
     points = []
     for s in tqdm(scales, desc=f"frontier of {agent}", disable=not progress):
         psi = psi_lp * float(s)

@@ -122,13 +122,13 @@ def _serve(conn: Any, spec: SubmissionSpec, env_id: str, instance_seed: int,
             limit = int(memory_mb) * 2**20
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         if role == "attacker":
-            from leaderboard.attacker import attacker_unit_env, load_attacker
+            from leaderboard.units import attacker_unit_env, load_attacker
 
             sub = load_attacker(spec)
             env = attacker_unit_env(env_id, instance_seed, env_kwargs)
         else:
-            from leaderboard.evaluate import make_unit_env
             from leaderboard.submission import load_submission
+            from leaderboard.units import make_unit_env
 
             sub = load_submission(spec)
             env = make_unit_env(env_id, instance_seed, env_kwargs)

@@ -6,7 +6,7 @@ instances and the same arrival samples are used for every agent, and for the two
 policies every episode is compared with (the static window LP and slack-guided, SPEC §5).
 
 **Evaluation seeds are disjoint from training seeds.** Arrival (day) seeds of every suite start
-at :data:`EVAL_SEED_BASE` = 2**31. The baselines draw their training days with
+at :data:`tsg_envs.seeds.LEADERBOARD_SEED_BASE` = 2**31. The baselines draw their training days with
 ``tsg_envs.seeds.training_day_seed``, which stays below 2**31 for any realistic budget, and log
 their learning curves on validation days 5,000 + i (every range is listed in
 :mod:`tsg_envs.seeds`); a suite's days lie above both, so no evaluation day can
@@ -27,11 +27,7 @@ from typing import Any
 
 from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
-__all__ = ["EVAL_SEED_BASE", "PROTOCOL_VERSION", "Suite", "SUITES", "get_suite"]
-
-#: First arrival seed of every evaluation suite (2**31; :mod:`tsg_envs.seeds`); training must stay
-#: below it.
-EVAL_SEED_BASE: int = LEADERBOARD_SEED_BASE
+__all__ = ["PROTOCOL_VERSION", "Suite", "SUITES", "get_suite"]
 
 #: Version of the evaluation protocol (what is measured and how); part of every suite hash.
 PROTOCOL_VERSION: int = 2
@@ -47,7 +43,7 @@ class Suite:
         env_ids: Registered environment ids.
         instance_seeds: ``instance_seed`` values (game instances) per id.
         arrival_seeds: ``reset(seed=...)`` values (days of arrivals) per instance; all at or
-            above :data:`EVAL_SEED_BASE`.
+            above :data:`tsg_envs.seeds.LEADERBOARD_SEED_BASE`.
         risk_max_states: States probed by the worst-case risk per unit (evenly spaced over the
             day of the first arrival seed); None probes every state. A subsample keeps slow
             agents affordable on large ids: probing every state asks ``act`` |C| times per
@@ -71,10 +67,10 @@ class Suite:
         if not self.env_ids or not self.instance_seeds or not self.arrival_seeds:
             raise ValueError(f"suite {self.name!r} needs ids, instance seeds and arrival seeds")
         low = min(self.arrival_seeds)
-        if low < EVAL_SEED_BASE:
+        if low < LEADERBOARD_SEED_BASE:
             raise ValueError(
-                f"suite {self.name!r}: arrival seed {low} is below EVAL_SEED_BASE "
-                f"({EVAL_SEED_BASE}), the range reserved for evaluation"
+                f"suite {self.name!r}: arrival seed {low} is below LEADERBOARD_SEED_BASE "
+                f"({LEADERBOARD_SEED_BASE}), the range reserved for evaluation"
             )
 
     @property
@@ -109,7 +105,7 @@ class Suite:
 
 
 def _days(n: int) -> tuple[int, ...]:
-    return tuple(range(EVAL_SEED_BASE, EVAL_SEED_BASE + n))
+    return tuple(range(LEADERBOARD_SEED_BASE, LEADERBOARD_SEED_BASE + n))
 
 
 #: Every suite, by name.

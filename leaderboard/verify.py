@@ -20,6 +20,7 @@ result never passes as verified.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -29,10 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from leaderboard.attacker import evaluate_attacker
+from leaderboard.evaluate import evaluate_submission
+from leaderboard.runner import Execution
 from leaderboard.schema import SchemaError, load_result
-from leaderboard.sealed import Limits, isolation
+from leaderboard.sealed import isolation
 from leaderboard.submission import SubmissionError, SubmissionSpec, describe_submission
 from leaderboard.suites import get_suite
+from leaderboard.units import describe_attacker
 
 __all__ = [
     "DEFAULT_RTOL",
@@ -119,20 +124,25 @@ def is_verified(result: str | Path) -> bool:
         return False
 
 
-def verify(result: str | Path, limits: Limits | None = None, workers: int = 1,
-           progress: bool = False, rtol: float = DEFAULT_RTOL) -> Verification:
+#: Bootstrap replications of the evaluation run again (its intervals are not compared).
+VERIFY_REPS = 50
+
+
+def verify(result: str | Path, execution: Execution | None = None,
+           rtol: float = DEFAULT_RTOL) -> Verification:
     """Evaluate ``result``'s submission again; see the module docstring.
 
     Args:
         result: The result file.
-        limits: The sealed evaluation's limits (default :class:`Limits`).
-        workers: Parallel unit processes.
-        progress: Show a progress bar.
+        execution: Workers, backend and the sealed evaluation's limits of the evaluation run
+            again (default :class:`~leaderboard.runner.Execution` without a progress bar; its
+            ``reps`` are replaced by :data:`VERIFY_REPS`: the intervals are not compared).
         rtol: The largest relative difference of a number that still reproduces (0: bit for
             bit only).
     """
-    from leaderboard.evaluate import evaluate_submission
-
+    run = Execution(progress=False) if execution is None else execution
+    run = dataclasses.replace(run, reps=VERIFY_REPS)
+    limits = run.limits
     if not 0.0 <= rtol < np.inf:
         raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
     path = Path(result)
@@ -155,8 +165,6 @@ def verify(result: str | Path, limits: Limits | None = None, workers: int = 1,
     attacker = doc.get("track") == "attacker"
     try:
         if attacker:
-            from leaderboard.attacker import describe_attacker
-
             described = describe_attacker(spec)
         else:
             described = describe_submission(spec)
@@ -167,14 +175,10 @@ def verify(result: str | Path, limits: Limits | None = None, workers: int = 1,
                             f"{described.fingerprint[:12]} now, {sub['fingerprint'][:12]} in "
                             "the result)")
     if attacker:
-        from leaderboard.attacker import evaluate_attacker
-
-        again = evaluate_attacker(spec, suite, workers=workers, progress=progress, reps=50,
-                                  limits=limits, cache=path.parent / "panel",
+        again = evaluate_attacker(spec, suite, run, cache=path.parent / "panel",
                                   panel=tuple(doc["panel"]))
     else:
-        again = evaluate_submission(spec, suite, workers=workers, progress=progress, reps=50,
-                                    limits=limits)
+        again = evaluate_submission(spec, suite, run)
     want, got = units_digest(doc), units_digest(again)
     diff = 0.0 if want == got else records_difference(
         {"suite": doc["suite"]["hash"], "units": doc["units"]},

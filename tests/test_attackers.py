@@ -1,8 +1,6 @@
-"""Attackers: the exact best response is exact, the sampler is the duel, DQN smoke, the table."""
+"""Attackers: the exact best response is exact, the sampler is the duel, DQN smoke."""
 
 from __future__ import annotations
-
-import csv
 
 import numpy as np
 import pytest
@@ -199,25 +197,6 @@ def test_attacker_env_runs_under_tianshous_collector() -> None:
     collector.reset(gym_reset_kwargs={"seed": 0})
     stats = collector.collect(n_step=40)
     assert stats.n_collected_steps == 40 and stats.n_collected_episodes >= 1
-
-
-# The README table script --------------------------------------------------------------------------
-def test_duel_table_script_smoke(tmp_path) -> None:
-    from baselines.scripts import duel_table
-
-    out = tmp_path / "duel.csv"
-    duel_table.main([
-        "--defenders", "lp,centre", "--days", "1", "--dqn-steps", "300",
-        "--dqn-attackers-per-day", "16", "--out", str(out), "--runs-dir", str(tmp_path / "runs"),
-        "--small",
-    ])
-    rows = list(csv.DictReader(out.open()))
-    assert [r["defender"] for r in rows] == ["lp", "centre"]
-    for r in rows:
-        assert r["within_bound"] == "True"
-        assert float(r["worst_case_risk"]) <= float(r["bound"]) + 1e-5
-        assert 0.0 <= float(r["random_fraction"]) <= 1.0 + 1e-9
-        assert 0.0 <= float(r["dqn_fraction"]) <= 1.0 + 1e-9
 
 
 @pytest.mark.slow

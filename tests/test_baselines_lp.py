@@ -13,20 +13,18 @@ from baselines import centre, myopic, slack_guided, slack_lp, static_lp
 from baselines.api import RunConfig
 from baselines.evaluate import (
     REFERENCES,
-    EpisodeRecord,
     EvaluationResult,
     clear_reference_cache,
-    delay_ratio,
     evaluate,
-    seed_ranges_overlap,
-    training_day_seed,
 )
 from baselines.nonlearning import CHECKPOINT_NAME
 from baselines.slack_guided import PerPassengerLP, SlackGuidedConfig
 from baselines.slack_lp import SlackLPSolution, solve_slack_lp, window_utilisation
 from tsg_envs import FEASIBILITY_TOL, Game, GameConfig, build_polytopes
+from tsg_envs.harness import EpisodeRecord, delay_ratio
 from tsg_envs.risk import worst_case_risk
 from tsg_envs.rollout import CentreAgent, LPAgent, rollout
+from tsg_envs.seeds import seed_ranges_overlap, training_day_seed
 
 ENV_ID = "tsg/Screening-v1"
 SMALL_ID = "tsg/Screening-Shift-5F-v1"  # 450 passengers, 9 LP windows
@@ -344,12 +342,10 @@ def test_delay_ratio_and_summary_by_hand():
 
     def rec(day, wait, lp, sg, prop, exe, viol):
         return EpisodeRecord(
-            env_id="x", instance_seed=0, day_seed=day, n_passengers=10, mean_wait=wait,
-            p95_wait=2 * wait, max_wait=3 * wait, proposed_violations=prop,
-            executed_violations=exe, max_violation=viol,
-            reference_mean_wait={"lp": lp, "slack-guided": sg},
-            ratio_lp=lp / wait, ratio_slack_guided=sg / wait,
-        )
+            agent="agent", env_id="x", instance_seed=0, day_seed=day, n_passengers=10,
+            mean_wait=wait, p95_wait=2 * wait, max_wait=3 * wait, proposed_violations=prop,
+            executed_violations=exe, max_violation=viol, total_reward=-10 * wait,
+        ).with_references({"lp": lp, "slack-guided": sg})
 
     res = EvaluationResult("x", {}, [rec(0, 1.0, 4.0, 1.0, 0, 0, 0.0),
                                      rec(1, 3.0, 8.0, 2.0, 2, 1, 0.5)])
@@ -362,6 +358,11 @@ def test_delay_ratio_and_summary_by_hand():
     assert s["max_violation"] == 0.5 and s["n_episodes"] == 2
     flat = res.to_dict()["episodes"][1]
     assert flat["lp_mean_wait"] == 8.0 and flat["slack_guided_mean_wait"] == 2.0
+    assert flat["ratio_lp"] == 8.0 / 3.0 and flat["ratio_slack_guided"] == 2.0 / 3.0
+    assert list(flat) == ["env_id", "instance_seed", "day_seed", "n_passengers", "mean_wait",
+                          "p95_wait", "max_wait", "proposed_violations", "executed_violations",
+                          "max_violation", "ratio_lp", "ratio_slack_guided", "lp_mean_wait",
+                          "slack_guided_mean_wait"]
 
 
 def test_evaluate_matches_rollouts_and_caches_references(monkeypatch):
@@ -384,8 +385,8 @@ def test_evaluate_matches_rollouts_and_caches_references(monkeypatch):
                                               rel=1e-12)
         lp = rollout(e, LPAgent(e), seed=day).mean_wait
         assert rec.reference_mean_wait["lp"] == pytest.approx(lp, rel=1e-12)
-        assert rec.ratio_lp == rec.reference_mean_wait["lp"] / rec.mean_wait
-        assert rec.ratio_slack_guided is None
+        assert rec.ratio("lp") == rec.reference_mean_wait["lp"] / rec.mean_wait
+        assert rec.ratio("slack-guided") is None
     # Second evaluation on the same days: references come from the cache.
     evaluate(LPAgent, SMALL_ID, [1], [20, 21], references=("lp",))
     assert len(calls) == 1

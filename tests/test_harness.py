@@ -69,11 +69,20 @@ def test_agents_with_reset_run_day_by_day() -> None:
 
 
 def test_delay_ratio_is_strict_json() -> None:
-    assert delay_ratio(6.0, 3.0) == (2.0, None)
-    assert delay_ratio(0.0, 0.0) == (1.0, None)
-    ratio, why = delay_ratio(2.0, 0.0)
-    assert ratio is None and "0" in why
-    assert delay_ratio(None, 1.0) == (None, "no reference wait")
+    assert delay_ratio(6.0, 3.0) == 2.0
+    assert delay_ratio(0.0, 0.0) == 1.0
+    assert delay_ratio(2.0, 0.0) is None  # a zero-wait agent beside a waiting reference
+    assert delay_ratio(None, 1.0) is None  # no reference
+
+
+def test_a_record_carries_its_references_and_their_ratios() -> None:
+    rec = EpisodeRecord(agent="a", env_id="e", instance_seed=0, day_seed=1, n_passengers=3,
+                        mean_wait=2.0, p95_wait=3.0, max_wait=4.0, proposed_violations=0,
+                        executed_violations=0, max_violation=0.0, total_reward=-6.0)
+    both = rec.with_references({"lp": 6.0, "slack-guided": 1.0})
+    assert rec.reference_mean_wait == {} and rec.ratio("lp") is None
+    assert both.ratio("lp") == 3.0 and both.ratio("slack-guided") == 0.5
+    assert both.summary() == rec.summary() and hash(both) == hash(rec)
 
 
 def test_the_harness_imports_no_agent_package() -> None:

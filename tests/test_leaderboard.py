@@ -16,6 +16,7 @@ import tsg_envs  # noqa: F401
 from leaderboard.__main__ import main
 from leaderboard.aggregate import iqm_interval
 from leaderboard.evaluate import evaluate_submission
+from leaderboard.runner import Execution
 from leaderboard.schema import (
     ResultExistsError,
     SchemaError,
@@ -25,13 +26,16 @@ from leaderboard.schema import (
     validate,
 )
 from leaderboard.submission import SubmissionSpec
-from leaderboard.suites import EVAL_SEED_BASE, SUITES, Suite
+from leaderboard.suites import SUITES, Suite
 from tsg_envs.risk import worst_case_risk
 from tsg_envs.rollout import CentreAgent, LPAgent, rollout
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 REPO = Path(__file__).resolve().parent.parent
 #: Bootstrap replications in tests (intervals are checked for order, not width).
 REPS = 200
+#: No progress bar and few bootstrap replications: what every evaluation here runs with.
+QUIET = Execution(progress=False, reps=REPS)
 
 #: A two-day, one-instance suite on the smallest window id (450 passengers a day).
 TINY = Suite(
@@ -39,7 +43,7 @@ TINY = Suite(
     description="test suite",
     env_ids=("tsg/Screening-Window-5F-v1",),
     instance_seeds=(0,),
-    arrival_seeds=(EVAL_SEED_BASE, EVAL_SEED_BASE + 1),
+    arrival_seeds=(LEADERBOARD_SEED_BASE, LEADERBOARD_SEED_BASE + 1),
     risk_max_states=5,
     train_gradient_steps=10,
 )
@@ -67,7 +71,7 @@ def write(tmp_path: Path, name: str, source: str) -> str:
 
 # Suites -------------------------------------------------------------------------------------
 def test_suites_are_data_with_evaluation_seeds_above_training_seeds() -> None:
-    assert EVAL_SEED_BASE == 2**31
+    assert LEADERBOARD_SEED_BASE == 2**31
     for suite in SUITES.values():
         assert min(suite.arrival_seeds) >= 2**31
         assert len(set(suite.arrival_seeds)) == len(suite.arrival_seeds)
@@ -76,12 +80,12 @@ def test_suites_are_data_with_evaluation_seeds_above_training_seeds() -> None:
         )
         for env_id in suite.env_ids:
             assert env_id in gym.registry
-    # baselines' training days: seed * 1_000_003 + k (baselines.evaluate) stays below 2**31 for
+    # baselines' training days: seed * 1_000_003 + k (tsg_envs.seeds) stays below 2**31 for
     # any run seed < 2147 and any k < 1_000_003
-    from baselines.evaluate import training_day_seed
+    from tsg_envs.seeds import training_day_seed
 
-    assert training_day_seed(2146, 1_000_002) < EVAL_SEED_BASE
-    with pytest.raises(ValueError, match="below EVAL_SEED_BASE"):
+    assert training_day_seed(2146, 1_000_002) < LEADERBOARD_SEED_BASE
+    with pytest.raises(ValueError, match="below LEADERBOARD_SEED_BASE"):
         Suite("bad", "", ("tsg/Screening-v1",), (0,), (1_000,))
 
 
@@ -127,7 +131,7 @@ def test_iqm_interval_is_deterministic_whatever_the_global_rng() -> None:
 @pytest.fixture(scope="module")
 def centre_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
     path = write(tmp_path_factory.mktemp("sub"), "centre.py", CENTRE)
-    return evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=REPS)
+    return evaluate_submission(SubmissionSpec(path), TINY, QUIET)
 
 
 def test_end_to_end_metrics_match_direct_rollouts(centre_doc: dict) -> None:
@@ -166,7 +170,7 @@ def test_end_to_end_metrics_match_direct_rollouts(centre_doc: dict) -> None:
 
 
 def test_lp_submission_has_ratio_one(tmp_path: Path) -> None:
-    doc = evaluate_submission(SubmissionSpec("lp"), TINY, progress=False, reps=REPS)
+    doc = evaluate_submission(SubmissionSpec("lp"), TINY, QUIET)
     assert doc["status"] == "ok" and doc["track"] == "hard"
     assert doc["submission"]["kind"] == "baseline"
     # The same actions on the same days; the sealed agent plays one day per batch and the
@@ -181,9 +185,8 @@ def test_deterministic_across_workers_and_never_overwrites(
     centre_doc: dict, tmp_path: Path
 ) -> None:
     path = Path(centre_doc["submission"]["source"])
-    again = evaluate_submission(
-        SubmissionSpec(str(path)), TINY, workers=2, progress=False, reps=REPS
-    )
+    again = evaluate_submission(SubmissionSpec(str(path)), TINY,
+                                Execution(workers=2, progress=False, reps=REPS))
     assert again["metrics_digest"] == centre_doc["metrics_digest"]
     out = save_result(centre_doc, tmp_path)
     assert load_result(out)["metrics_digest"] == centre_doc["metrics_digest"]
@@ -249,16 +252,15 @@ def test_broken_submission_is_reported_in_its_row(
     source, reason = BROKEN[case]
     path = write(tmp_path, f"{case}.py", source)
     before = good_result.read_bytes()
-    doc = evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=REPS)
+    doc = evaluate_submission(SubmissionSpec(path), TINY, QUIET)
     validate(doc)
     assert doc["status"] == "failed"
     assert reason in doc["error"], doc["error"]
     assert doc["aggregate"] is None and doc["track"] is None
     if case in ("act_raises", "nan", "shape", "not_numbers"):
         # the reason names the unit and the day
-        assert (
-            f"tsg/Screening-Window-5F-v1 instance 0, arrival seed {EVAL_SEED_BASE}" in doc["error"]
-        )
+        where = f"tsg/Screening-Window-5F-v1 instance 0, arrival seed {LEADERBOARD_SEED_BASE}"
+        assert where in doc["error"]
     written = save_result(doc, good_result.parent)
     assert written != good_result
     assert good_result.read_bytes() == before  # other results are never touched
@@ -273,7 +275,7 @@ def test_infeasible_submission_completes_in_the_open_track(tmp_path: Path) -> No
         "        a = np.zeros(10); a[0] = 1.0; return a\n"
         "def make_agent(env):\n    return A()\n",
     )
-    doc = evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=REPS)
+    doc = evaluate_submission(SubmissionSpec(path), TINY, QUIET)
     assert doc["status"] == "ok"
     assert doc["track"] == "open"
     agg = doc["aggregate"]
@@ -284,11 +286,10 @@ def test_infeasible_submission_completes_in_the_open_track(tmp_path: Path) -> No
 
 
 def test_unknown_baseline_name_and_missing_checkpoint() -> None:
-    doc = evaluate_submission(SubmissionSpec("no-such-method"), TINY, progress=False, reps=REPS)
+    doc = evaluate_submission(SubmissionSpec("no-such-method"), TINY, QUIET)
     assert doc["status"] == "failed" and "neither a .py file nor one of" in doc["error"]
-    doc = evaluate_submission(
-        SubmissionSpec("lp", checkpoint="/nonexistent/ckpt.json"), TINY, progress=False, reps=REPS
-    )
+    doc = evaluate_submission(SubmissionSpec("lp", checkpoint="/nonexistent/ckpt.json"), TINY,
+                              QUIET)
     assert doc["status"] == "failed" and "checkpoint not found" in doc["error"]
 
 
@@ -369,7 +370,7 @@ def test_row_name_is_read_without_running_the_file(tmp_path: Path) -> None:
 
     path = write(tmp_path, "crashes.py", 'NAME = "my-agent"\nraise SystemExit(3)\n')
     assert row_name(SubmissionSpec(path)) == "my-agent"
-    doc = evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=REPS)
+    doc = evaluate_submission(SubmissionSpec(path), TINY, QUIET)
     assert doc["status"] == "failed" and doc["submission"]["name"] == "my-agent"
     computed = write(tmp_path, "computed.py", 'NAME = "a" + "b"\n')
     assert row_name(SubmissionSpec(computed)) == "computed"  # not a literal: the stem
@@ -450,8 +451,8 @@ def test_ray_backend_gives_the_local_digest(centre_doc: dict) -> None:
     ray = pytest.importorskip("ray")
     path = Path(centre_doc["submission"]["source"])
     try:
-        doc = evaluate_submission(SubmissionSpec(str(path)), TINY, workers=2, progress=False,
-                                  reps=REPS, backend="ray")
+        doc = evaluate_submission(SubmissionSpec(str(path)), TINY,
+                                  Execution(workers=2, progress=False, reps=REPS, backend="ray"))
     finally:
         ray.shutdown()
     assert doc["status"] == "ok"
@@ -461,7 +462,7 @@ def test_ray_backend_gives_the_local_digest(centre_doc: dict) -> None:
 def test_several_training_seeds_each_play_every_day(tmp_path: Path) -> None:
     """A learned baseline with train_seeds: every seed's policy on every day, one row."""
     spec = SubmissionSpec("alpha-ddpg", train_seeds=(0, 1), train_gradient_steps=4)
-    doc = evaluate_submission(spec, TINY, progress=False, reps=REPS)
+    doc = evaluate_submission(spec, TINY, QUIET)
     assert doc["status"] == "ok", doc["error"]
     assert doc["submission"]["train_seeds"] == [0, 1]
     unit = doc["units"][0]
@@ -480,8 +481,7 @@ def test_several_training_seeds_each_play_every_day(tmp_path: Path) -> None:
     assert doc["aggregate"]["n_runs"] == 4 and doc["aggregate"]["n_episodes"] == 4
     validate(doc)
     # seed 0 alone gives the first two episodes exactly (the same training, the same days)
-    one = evaluate_submission(SubmissionSpec("alpha-ddpg", train_gradient_steps=4), TINY,
-                              progress=False, reps=REPS)
+    one = evaluate_submission(SubmissionSpec("alpha-ddpg", train_gradient_steps=4), TINY, QUIET)
     assert [e["mean_wait"] for e in one["units"][0]["episodes"]] == waits[:2]
 
 
@@ -495,12 +495,12 @@ def test_a_checkpoint_template_picks_each_seed(tmp_path: Path) -> None:
             hparams={"warmup_steps": 50, "batch_size": 16, "eval_every": 0}))
     spec = SubmissionSpec("alpha-ddpg", checkpoint=str(tmp_path / "s{seed}"),
                           train_seeds=(0, 3))
-    doc = evaluate_submission(spec, TINY, progress=False, reps=REPS)
+    doc = evaluate_submission(spec, TINY, QUIET)
     assert doc["status"] == "ok", doc["error"]
     assert sorted({e["train_seed"] for e in doc["units"][0]["episodes"]}) == [0, 3]
     missing = SubmissionSpec("alpha-ddpg", checkpoint=str(tmp_path / "s{seed}"),
                              train_seeds=(0, 1))
-    doc = evaluate_submission(missing, TINY, progress=False, reps=REPS)
+    doc = evaluate_submission(missing, TINY, QUIET)
     assert doc["status"] == "failed" and "checkpoint not found" in doc["error"]
     assert "s1" in doc["error"]
     assert doc["units"] == []  # found missing before seed 0 was evaluated, not after
@@ -543,8 +543,7 @@ def test_bad_train_seeds_are_refused(tmp_path: Path, capsys) -> None:
                  "--out", str(tmp_path), "--no-progress"])
     assert code == 2 and "distinct" in capsys.readouterr().err
     path = write(tmp_path, "f", CENTRE)
-    doc = evaluate_submission(SubmissionSpec(path, train_seeds=(0, 1)), TINY, progress=False,
-                              reps=REPS)
+    doc = evaluate_submission(SubmissionSpec(path, train_seeds=(0, 1)), TINY, QUIET)
     assert doc["status"] == "failed" and "baseline names only" in doc["error"]
 
 
@@ -589,12 +588,6 @@ COUNT_FLAGS = [
     (["evaluate", "--agent", "lp"], "--train-gradient-steps", 1),
     (["evaluate", "--agent", "lp"], "--memory-mb", 0),
     (["verify", "x.json"], "--workers", 1),
-    (["paper"], "--instances", 1),
-    (["paper"], "--other-instances", 1),
-    (["paper"], "--days", 1),
-    (["paper"], "--workers", 1),
-    (["paper", "--train-adaptive"], "--gradient-steps", 1),
-    (["paper"], "--flights", 1),
     (["frontier", "--agent", "lp"], "--days", 1),
     (["frontier", "--agent", "lp"], "--instance", 0),
     (["frontier", "--agent", "lp"], "--gradient-steps", 1),
@@ -618,17 +611,28 @@ def test_counts_below_their_bound_are_usage_errors(argv, flag, low, below) -> No
 @pytest.mark.parametrize("text", ["x", "1.5", ""])
 def test_counts_that_are_not_integers_are_usage_errors(text, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["paper", "--days", text])
+        main(["frontier", "--agent", "lp", "--days", text])
     assert exc.value.code == 2 and f"not an integer: {text!r}" in capsys.readouterr().err
 
 
-def test_paper_gradient_steps_needs_train_adaptive(capsys) -> None:
-    assert main(["paper", "--gradient-steps", "5", "--out", "unused"]) == 2
-    assert "needs --train-adaptive" in capsys.readouterr().err
+def test_the_paper_command_says_where_it_moved(capsys) -> None:
+    # The paper's experiments are not part of the installed package any more.
+    assert main(["paper", "--quick", "--render-only"]) == 2
+    assert "python -m experiments.paper" in capsys.readouterr().err
+
+
+def test_an_execution_refuses_what_cannot_run() -> None:
+    assert Execution().backend == "local" and Execution().workers == 1
+    with pytest.raises(ValueError, match="backend"):
+        Execution(backend="slurm")
+    with pytest.raises(ValueError, match="workers"):
+        Execution(workers=0)
+    with pytest.raises(ValueError, match="needs backend='ray'"):
+        Execution(address="auto")
 
 
 def _pool_unit(arg: str) -> dict:
-    """A unit for :func:`leaderboard.evaluate.map_units`'s pool (module level: pickled)."""
+    """A unit for :func:`leaderboard.runner.map_units`'s pool (module level: pickled)."""
     import time
 
     if arg == "fail":
@@ -643,7 +647,7 @@ def _pool_unit(arg: str) -> dict:
 
 
 def test_a_failing_unit_stops_the_pool_but_keeps_the_running_ones() -> None:
-    from leaderboard.evaluate import map_units
+    from leaderboard.runner import map_units
 
     saved: dict[int, dict] = {}
     args = ["slow", "fail", *(f"queued{k}" for k in range(30))]

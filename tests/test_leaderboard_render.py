@@ -19,9 +19,11 @@ import pytest
 from leaderboard.__main__ import main
 from leaderboard.evaluate import evaluate_submission
 from leaderboard.render import collect_results, render, render_markdown
+from leaderboard.runner import Execution
 from leaderboard.schema import SchemaError, save_result
 from leaderboard.submission import SubmissionSpec
-from leaderboard.suites import EVAL_SEED_BASE, Suite
+from leaderboard.suites import Suite
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,7 +32,7 @@ TINY = Suite(
     description="test suite",
     env_ids=("tsg/Screening-Window-5F-v1",),
     instance_seeds=(0,),
-    arrival_seeds=(EVAL_SEED_BASE,),
+    arrival_seeds=(LEADERBOARD_SEED_BASE,),
     risk_max_states=3,
     train_gradient_steps=10,
 )
@@ -60,7 +62,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         SubmissionSpec(str(subs / "broken.py")),
     ]
     for spec in specs:
-        save_result(evaluate_submission(spec, TINY, progress=False, reps=100), out)
+        save_result(evaluate_submission(spec, TINY, Execution(progress=False, reps=100)), out)
     return out
 
 
@@ -155,7 +157,7 @@ def test_a_checkpoint_row_shows_the_budget_it_was_trained_for(tmp_path: Path) ->
     for name, steps in (("labelled", 10), ("unlabelled", None)):
         spec = SubmissionSpec("alpha-ddpg", checkpoint=str(run), name=name,
                               train_gradient_steps=steps)
-        save_result(evaluate_submission(spec, TINY, progress=False, reps=100), out)
+        save_result(evaluate_submission(spec, TINY, Execution(progress=False, reps=100)), out)
     md = render_markdown(collect_results(out))
     row = {line.split("|")[2].strip(" `"): line for line in md.splitlines()
            if line.startswith("| ") and "`" in line}

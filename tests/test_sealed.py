@@ -15,16 +15,18 @@ from pathlib import Path
 import pytest
 
 from leaderboard.evaluate import evaluate_submission
+from leaderboard.runner import Execution
 from leaderboard.sealed import Limits
 from leaderboard.submission import SubmissionSpec
-from leaderboard.suites import EVAL_SEED_BASE, Suite
+from leaderboard.suites import Suite
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 TINY = Suite(
     name="tiny",
     description="test suite",
     env_ids=("tsg/Screening-Window-5F-v1",),
     instance_seeds=(0,),
-    arrival_seeds=(EVAL_SEED_BASE,),
+    arrival_seeds=(LEADERBOARD_SEED_BASE,),
     risk_max_states=3,
     train_gradient_steps=10,
 )
@@ -60,7 +62,8 @@ def _honest(tmp_path: Path, name: str, act_extra: str = "pass", make_extra: str 
 
 
 def _run(path: str, limits: Limits = FAST) -> dict:
-    return evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=50, limits=limits)
+    return evaluate_submission(SubmissionSpec(path), TINY,
+                               Execution(progress=False, reps=50, limits=limits))
 
 
 @pytest.fixture(scope="module")
@@ -193,5 +196,6 @@ def test_isolation_read_only_file_system_and_no_network(tmp_path) -> None:
     doc = _run(net)
     assert doc["status"] == "failed" and "Network is unreachable" in doc["error"], doc["error"]
     off = Limits(call_s=10.0, unit_s=120.0, isolate=False)
-    assert evaluate_submission(SubmissionSpec(_honest(tmp_path, "plain")), TINY, progress=False,
-                               reps=50, limits=off)["provenance"]["isolation"].startswith("off")
+    doc = evaluate_submission(SubmissionSpec(_honest(tmp_path, "plain")), TINY,
+                              Execution(progress=False, reps=50, limits=off))
+    assert doc["provenance"]["isolation"].startswith("off")

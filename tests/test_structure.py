@@ -1,9 +1,11 @@
-"""Structure rules of the package, checked on its source (no imports of the code under test).
+"""Structure rules of the repository, checked on its source (no imports of the code under test).
 
 No module reads another's private state: an attribute whose name starts with one underscore may
 be reached only through ``self``, ``cls`` or ``super()``, and no module imports an underscored
 name from another module. (Underscored *modules*, such as ``baselines._torch_common``, are
 package-internal and may be imported by their own package; their names are public to it.)
+No source file is over :data:`MAX_LINES` lines. The import contracts of ``pyproject.toml``
+(layers, no circles, no torch in ``tsg_envs``) hold: ``lint-imports``, which CI also runs.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("tsg_envs", "baselines", "leaderboard")
+PACKAGES = ("tsg_envs", "baselines", "leaderboard", "benchmarks", "experiments")
+#: The longest a source file may be (a longer one does more than one job: split it).
+MAX_LINES = 800
 
 #: Third-party private attributes we rely on, each with its reason.
 ALLOWED = {
     # Tianshou's one-off numba compilation, run before timing so it stays out of the timings.
-    ("baselines/bench.py", "Policy._compile"),
+    ("benchmarks/training.py", "Policy._compile"),
 }
 
 
@@ -62,6 +66,44 @@ def test_the_checker_sees_a_private_read(tmp_path: Path) -> None:
 def test_no_module_reads_another_modules_private_state(package: str) -> None:
     hits = [h for p in sorted((ROOT / package).rglob("*.py")) for h in _private_reads(p)]
     assert hits == [], "\n".join(hits)
+
+
+def _sources() -> list[Path]:
+    """Every Python file of the repository (tests and examples included), by git."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                              "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    return [ROOT / line for line in out.stdout.splitlines() if (ROOT / line).is_file()]
+
+
+def test_no_source_file_is_over_the_line_limit() -> None:
+    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in _sources()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
+    assert long == [], long
+
+
+def test_the_import_contracts_hold() -> None:
+    """pyproject.toml's import-linter contracts: layers, no circles, no torch in tsg_envs."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "lint-imports"
+    if not exe.exists():
+        exe = shutil.which("lint-imports")
+        if exe is None:
+            pytest.skip("import-linter is not installed (the dev extra)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    out = subprocess.run([str(exe), "--no-cache"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout
 
 
 def test_the_data_module_imports_nothing_above_it() -> None:

@@ -240,22 +240,6 @@ def test_alpha_ddpg_trained_from_scratch_beats_the_static_lp(tmp_path: Path) -> 
     assert learned < lp
 
 
-def test_bench_quick_smoke(tmp_path: Path) -> None:
-    import json
-
-    from baselines.bench import main
-
-    out = tmp_path / "bench.json"
-    result = main(["--quick", "--flights", "10", "--grad-steps", "50", "--json", str(out)])
-    assert json.loads(out.read_text())["machine"] == result["machine"]
-    proj = result["projection"]
-    assert proj["alpha_s"] > 0
-    if HAS_CVXPYLAYERS:
-        assert proj["speedup"] > 1.0  # the α-projection is cheaper than a QP per sample
-    (row,) = result["training"]
-    assert row["flights"] == 10 and row["obs_dim"] == 116 and row["train_s"] > 0
-
-
 def test_radial_squash_worked_by_hand() -> None:
     """T = 2, one risk row y_1 <= 0.6 and y >= 0, centre (0.3, 0.7)."""
     from baselines.projection import RadialSquash
@@ -365,46 +349,6 @@ def test_the_vector_loop_resumes_exactly(tmp_path: Path) -> None:
                                   np.asarray(_buffer_of(resumed).act[:1100]))
     np.testing.assert_array_equal(np.stack([a.act(o, {}) for o in obs]),
                                   np.stack([b.act(o, {}) for o in obs]))
-
-
-def test_bench_loops_quick_smoke(tmp_path: Path) -> None:
-    from baselines.bench import main as bench_main
-
-    result = bench_main(["--loops", "--quick", "--methods", "alpha-ddpg", "--num-envs", "1", "2",
-                         "--grad-steps", "20", "--json", str(tmp_path / "loops.json")])
-    rows = result["loops"]
-    assert [(r["method"], r["num_envs"]) for r in rows] == [("alpha-ddpg", 1), ("alpha-ddpg", 2)]
-    for r in rows:
-        assert r["gradient_steps"] == 20
-        # 200 warm-up steps, then 2 environment steps per gradient step (n days at a time)
-        assert 240 <= r["env_steps"] <= 240 + r["num_envs"] - 1
-        assert r["overhead_ratio"] > 0 and r["bare_update_s"] > 0
-    assert (tmp_path / "loops.json").is_file()
-
-
-def test_multiseed_runs_each_unit_and_seed_once_with_its_budget(tmp_path: Path, capsys) -> None:
-    """The resumable multi-seed runner: one run per (method, unit, seed), a per-method budget,
-    finished runs skipped, and a finished run with another budget refused."""
-    import json
-
-    from baselines.scripts import multiseed
-
-    out = tmp_path / "ms"
-    assert multiseed.main(["--suite", "micro", "--plan", "alpha-ddpg=2@20", "--out", str(out)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "0 of 2 runs done; training 2"
-    done = sorted(out.glob("alpha-ddpg/*/s*/done.json"))
-    assert [p.parent.name for p in done] == ["s0", "s1"]
-    assert {json.loads(p.read_text())["gradient_steps"] for p in done} == {20}
-    assert done[0].parent.parent.name == "tsg_Screening-Window-5F-v1_i0"
-    assert multiseed.main(["--suite", "micro", "--plan", "alpha-ddpg=2@20", "--out", str(out)]) == 0
-    assert capsys.readouterr().out.splitlines() == ["2 of 2 runs done; training 0"]
-    with pytest.raises(SystemExit):
-        multiseed.main(["--suite", "micro", "--plan", "alpha-ddpg=1@30", "--out", str(out)])
-    assert "trained for 20 gradient steps, not 30" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        multiseed.main(["--suite", "micro", "--plan", "alpha-ddpg=two", "--out", str(out)])
-
 
 
 def _tensors(d: dict) -> list[torch.Tensor]:

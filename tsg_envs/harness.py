@@ -10,20 +10,25 @@ agent has one and ``act(obs, info)`` row by row otherwise, and returns one typed
 An agent with a ``reset()`` method may keep state within a day, so it is rolled out one day at a
 time (a batch of one) and reset before each day, as :func:`tsg_envs.rollout.rollout` does.
 
-This module imports no agent: ``baselines`` and ``leaderboard`` pass their factories in.
+This is the project's one evaluation path: ``baselines`` (its results tables and training
+CLI), the leaderboard and the paper's experiments all roll out through :func:`evaluate`, keep
+its :class:`EpisodeRecord` (with the reference waits of the same day attached by
+:meth:`EpisodeRecord.with_references`) and compare waits with the one :func:`delay_ratio`. The
+days they play are named once, in :mod:`tsg_envs.seeds`. This module imports no agent:
+``baselines`` and ``leaderboard`` pass their factories in.
 
 Example:
     >>> from tsg_envs.harness import Unit, evaluate
     >>> from tsg_envs.rollout import CentreAgent, LPAgent
     >>> recs = evaluate({"centre": CentreAgent, "lp": LPAgent},
     ...                 [Unit("tsg/Screening-v1", 0)], [10_000, 10_001])
-    >>> ratio, why = delay_ratio(recs[2].mean_wait, recs[0].mean_wait)  # doctest: +SKIP
+    >>> delay_ratio(recs[2].mean_wait, recs[0].mean_wait)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import gymnasium as gym
@@ -101,6 +106,8 @@ class EpisodeRecord:
         executed_violations: Passengers whose executed action did (0 outside penalize mode).
         max_violation: Largest violation of a proposed action.
         total_reward: Sum of rewards (minus waits, minus penalties).
+        reference_mean_wait: Mean wait of each reference policy (by name) on the same unit and
+            day; empty until :meth:`with_references` attaches them.
     """
 
     agent: str
@@ -115,6 +122,15 @@ class EpisodeRecord:
     executed_violations: int
     max_violation: float
     total_reward: float
+    reference_mean_wait: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    def with_references(self, waits: Mapping[str, float]) -> EpisodeRecord:
+        """A copy with the references' mean waits on the same unit and day attached."""
+        return replace(self, reference_mean_wait={str(k): float(v) for k, v in waits.items()})
+
+    def ratio(self, reference: str) -> float | None:
+        """:func:`delay_ratio` of ``reference``'s mean wait (None where it is not attached)."""
+        return delay_ratio(self.reference_mean_wait.get(reference), self.mean_wait)
 
     def summary(self) -> dict[str, float]:
         """The scalar metrics, as ``EpisodeStats.summary()`` gives them."""
@@ -129,19 +145,20 @@ class EpisodeRecord:
         }
 
 
-def delay_ratio(reference_wait: float | None, agent_wait: float) -> tuple[float | None, str | None]:
-    """The delay ratio reference wait / agent wait (higher is better), or None with a reason.
+def delay_ratio(reference_wait: float | None, agent_wait: float) -> float | None:
+    """The delay ratio reference wait / agent wait (higher is better), or None where undefined.
 
     Results are strict JSON, so an undefined ratio is ``None`` (never inf or NaN): when the
-    reference is missing, or when the agent's wait is 0 (then 1.0 if the reference's is 0 too).
+    reference is missing (``reference_wait`` None), or when the agent's wait is 0 and the
+    reference's is not. Two zero waits are a ratio of 1.0.
     """
     if reference_wait is None:
-        return None, "no reference wait"
+        return None
     if agent_wait > 0:
-        return float(reference_wait / agent_wait), None
+        return float(reference_wait / agent_wait)
     if reference_wait <= 0:
-        return 1.0, None
-    return None, "the agent's mean wait is 0, the reference's is not"
+        return 1.0
+    return None
 
 
 class RowInfos(Sequence):

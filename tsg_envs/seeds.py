@@ -1,16 +1,21 @@
 """The project's named seed ranges, in one place (days never renumber).
 
-A day of passengers is drawn by ``env.reset(seed=s)``; which seeds a purpose uses:
+A day of passengers is drawn by ``env.reset(seed=s)``; which seeds a purpose uses (every caller
+imports its range from here, under the name in the first column):
 
-========================  =====================  ==============================================
-range                     seeds                  used by
-========================  =====================  ==============================================
-training days             ``s * 1_000_003 + k``  run seed s, day k (:func:`training_day_seed`)
-validation days           ``5_000 + i``          learning curves, keep-best
-baseline evaluation days  ``10_000 + k``         results tables (:func:`evaluation_day_seeds`)
-duel table days           ``2_000_000 + i``      ``baselines/scripts/duel_table.py``
-leaderboard days          ``2**31 + ...``        every leaderboard suite
-========================  =====================  ==============================================
+=========================  =====================  =============================================
+range                      seeds                  used by
+=========================  =====================  =============================================
+training days              ``s * 1_000_003 + k``  run seed s, day k (:func:`training_day_seed`)
+``VALIDATION_SEED_BASE``   ``5_000 + i``          learning curves, keep-best, es-guided's
+                                                  validation
+``EVAL_SEED_BASE``         ``10_000 + k``         the baselines' results tables and training
+                                                  CLI (:func:`evaluation_day_seeds`)
+``DUEL_SEED_BASE``         ``2_000_000 + i``      the duel table (``experiments/duel_table.py``)
+``LEADERBOARD_SEED_BASE``  ``2**31 + k``          every leaderboard suite, the paper's
+                                                  experiments (``experiments/paper``), the
+                                                  risk-delay frontier, the gamma study
+=========================  =====================  =============================================
 
 Training of run seed 0 stays below the validation range for fewer than 5,000 days (about 4.7
 million steps of ``tsg/Screening-v1``); :func:`seed_ranges_overlap` checks a concrete plan.

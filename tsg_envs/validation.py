@@ -13,7 +13,7 @@ Kinds:
 * a **rate, time, spread or slack** is a finite :class:`numbers.Real` and not a ``bool``.
 
 Size bounds (the upper bounds are generous for the model: the registered ids stay far below them;
-``python -m tsg_envs.bench`` records construction time and peak memory at them):
+``python -m benchmarks.envs --bounds`` records construction time and peak memory at them):
 
 =============================  ==========  ==================================================
 bound                          value       what it limits

@@ -2,7 +2,7 @@ r"""Train learned baselines on every unit of a suite with several seeds, resumab
 
 Usage::
 
-    .venv/bin/python baselines/scripts/multiseed.py --suite quick \
+    .venv/bin/python -m experiments.multiseed --suite quick \
         --plan alpha-ddpg=5 alpha-td3=5 radial-ddpg=5 proj-ddpg=5 sac=3 ppo=3 l2-ddpg=3@300 \
         [--gradient-steps 10000] [--workers 2] [--out runs/multiseed]
 

@@ -1,4 +1,4 @@
-"""``python -m leaderboard paper``: the four figures, their CSVs and the summary."""
+"""``python -m experiments.paper``: the four figures, their CSVs and the summary."""
 
 from __future__ import annotations
 
@@ -8,10 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leaderboard.__main__ import main
-from leaderboard.paper import PaperConfig, run_paper, verify_units
+import experiments.paper.run as paper_run
+from experiments.paper import PaperConfig, run_paper, verify_units
+from experiments.paper import statistics as paper_stats
+from experiments.paper.__main__ import main
+from experiments.paper.config import experiment_settings
+from experiments.paper.units import train_path, unit_key, unit_path
+from leaderboard.runner import Execution
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: Every run here: in this process, no progress bar.
+QUIET = Execution(progress=False)
 FIGURES = (
     "fig1_ratio_vs_flights.png",
     "fig2_wait_vs_risk.png",
@@ -48,7 +56,7 @@ def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
         [0.0, 50.0, 150.0],
     )
     write_curve(curves / "b" / "curve.csv", "tsg/Screening-Window-20F-v1", [0, 20000], [0.0, 400.0])
-    # baselines.bench --json: 200 gradient steps in 3 s at 50 flights -> 150 s per 10,000
+    # benchmarks.training --json: 200 gradient steps in 3 s at 50 flights -> 150 s per 10,000
     (curves / "bench.json").write_text(
         '{"config": {"grad_steps": 200}, "training": [{"flights": 50, "train_s": 3.0}]}'
     )
@@ -66,7 +74,7 @@ def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
         quick=True,
     )
     out = tmp_path / "paper"
-    written = run_paper(cfg, out, progress=False)
+    written = run_paper(cfg, out, QUIET)
     for name in FIGURES:
         assert (out / name).read_bytes()[:8] == PNG_MAGIC
         assert out / name in written
@@ -110,7 +118,7 @@ def test_training_figure_says_missing_without_logs(tmp_path: Path) -> None:
         agents=(),
         curve_dirs=(str(tmp_path / "none"),),
     )
-    run_paper(cfg, tmp_path / "out", progress=False)
+    run_paper(cfg, tmp_path / "out", QUIET)
     rows = read(tmp_path / "out" / "fig3_training.csv")
     assert [r["status"] for r in rows] == ["missing", "missing"]
     assert (tmp_path / "out" / "fig3_training.png").read_bytes()[:8] == PNG_MAGIC
@@ -118,9 +126,31 @@ def test_training_figure_says_missing_without_logs(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_paper_quick_cli(tmp_path: Path) -> None:
-    assert main(["paper", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert main(["--quick", "--out", str(tmp_path), "--no-progress"]) == 0
     for name in FIGURES:
         assert (tmp_path / name).read_bytes()[:8] == PNG_MAGIC
+
+
+@pytest.mark.parametrize(("argv", "flag", "low"), [
+    ([], "--instances", 1), ([], "--other-instances", 1), ([], "--days", 1),
+    ([], "--workers", 1), (["--train-adaptive"], "--gradient-steps", 1), ([], "--flights", 1),
+    ([], "--verify", 1), ([], "--verify-seed", 0),
+])
+def test_counts_below_their_bound_are_usage_errors(argv, flag, low, capsys) -> None:
+    # Every count is checked when the command line is parsed, before anything runs.
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, flag, str(low - 1)])
+    assert exc.value.code == 2
+    assert f"argument {flag}: must be an integer >= {low}, got {low - 1}" in (
+        capsys.readouterr().err)
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, flag, "1.5"])
+    assert exc.value.code == 2 and "not an integer: '1.5'" in capsys.readouterr().err
+
+
+def test_paper_gradient_steps_needs_train_adaptive(capsys) -> None:
+    assert main(["--gradient-steps", "5", "--out", "unused"]) == 2
+    assert "needs --train-adaptive" in capsys.readouterr().err
 
 
 TINY_PAPER = PaperConfig(instances=(0,), days=1, flights=(5,), risk_scales=(1.01,),
@@ -138,7 +168,7 @@ def _units(out: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("paper-local")
-    run_paper(TINY_PAPER, out, progress=False)
+    run_paper(TINY_PAPER, out, QUIET)
     return out
 
 
@@ -150,8 +180,6 @@ def _copy(src: Path, dst: Path) -> Path:
 
 
 def test_paper_units_are_cached_and_reused(local_run: Path, tmp_path: Path, monkeypatch) -> None:
-    import leaderboard.paper as paper
-
     first = _units(local_run)
     assert sorted(first) == ["units/fig1/window-5F/i0.json",
                              "units/fig2/window-10F-psi1.01/i0.json",
@@ -166,23 +194,21 @@ def test_paper_units_are_cached_and_reused(local_run: Path, tmp_path: Path, monk
     def boom(args):
         raise AssertionError("a cached unit was computed again")
 
-    monkeypatch.setattr(paper, "paper_unit", boom)
-    run_paper(TINY_PAPER, out, progress=False)  # every unit cached: nothing computed
+    monkeypatch.setattr(paper_run, "paper_unit", boom)
+    run_paper(TINY_PAPER, out, QUIET)  # every unit cached: nothing computed
     assert _units(out) == first
     # another protocol (2 days) is another key: the units are computed again
     with pytest.raises(AssertionError, match="computed again"):
-        run_paper(TINY_PAPER.replace(days=2), out, progress=False)
+        run_paper(TINY_PAPER.replace(days=2), out, QUIET)
 
 
 def test_an_interrupted_paper_run_keeps_its_finished_units(local_run: Path, tmp_path: Path,
                                                           monkeypatch) -> None:
-    import leaderboard.paper as paper
-
     out = _copy(local_run, tmp_path / "resume")
     first = _units(local_run)
     for name in ("units/fig1/window-5F/i0.json", "units/fig4/window-10F-sigma45/i0.json"):
         (out / name).unlink()
-    real = paper.paper_unit
+    real = paper_run.paper_unit
     calls = []
 
     def second_fails(args):
@@ -191,9 +217,9 @@ def test_an_interrupted_paper_run_keeps_its_finished_units(local_run: Path, tmp_
             raise KeyboardInterrupt
         return real(args)
 
-    monkeypatch.setattr(paper, "paper_unit", second_fails)
+    monkeypatch.setattr(paper_run, "paper_unit", second_fails)
     with pytest.raises(KeyboardInterrupt):
-        run_paper(TINY_PAPER, out, progress=False)
+        run_paper(TINY_PAPER, out, QUIET)
     assert calls == ["window-5F", "window-10F-sigma45"]
     kept = _units(out)
     assert "units/fig4/window-10F-sigma45/i0.json" not in kept
@@ -202,7 +228,7 @@ def test_an_interrupted_paper_run_keeps_its_finished_units(local_run: Path, tmp_
 
 
 def test_units_are_dispatched_instance_by_instance(tmp_path: Path, monkeypatch) -> None:
-    import leaderboard.evaluate as evaluate
+    import leaderboard.runner as runner
 
     class Stop(Exception):
         pass
@@ -213,10 +239,10 @@ def test_units_are_dispatched_instance_by_instance(tmp_path: Path, monkeypatch) 
         dispatched.extend((a[1].slug, a[2]) for a in args)
         raise Stop
 
-    monkeypatch.setattr(evaluate, "map_units", record)
+    monkeypatch.setattr(runner, "map_units", record)
     cfg = TINY_PAPER.replace(instances=(0, 1), flights=(5, 10), figures=("fig1",))
     with pytest.raises(Stop):
-        run_paper(cfg, tmp_path, progress=False)
+        run_paper(cfg, tmp_path, QUIET)
     # Every point of instance 0, then of instance 1: a run stopped part-way leaves whole
     # instances, not one point far ahead of the others.
     assert dispatched == [("window-5F", 0), ("window-10F", 0),
@@ -227,7 +253,8 @@ def test_units_are_dispatched_instance_by_instance(tmp_path: Path, monkeypatch) 
 def test_paper_on_ray_gives_the_local_units(local_run: Path, tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
     try:
-        run_paper(TINY_PAPER, tmp_path / "ray", progress=False, backend="ray", workers=2)
+        run_paper(TINY_PAPER, tmp_path / "ray",
+                  Execution(progress=False, backend="ray", workers=2))
     finally:
         ray.shutdown()
     strip = ("setup_s", "rolling_s", "train_s", "provenance")
@@ -240,23 +267,21 @@ def test_paper_on_ray_gives_the_local_units(local_run: Path, tmp_path: Path) -> 
 
 def test_figures_restricts_which_units_are_computed(local_run: Path, tmp_path: Path,
                                                     monkeypatch) -> None:
-    import leaderboard.paper as paper
-
     out = _copy(local_run, tmp_path / "only")
     (out / "units/fig2/window-10F-psi1.01/i0.json").unlink()
     computed = []
-    real = paper.paper_unit
+    real = paper_run.paper_unit
 
     def spy(args):
         computed.append(args[1].slug)
         return real(args)
 
-    monkeypatch.setattr(paper, "paper_unit", spy)
-    run_paper(TINY_PAPER.replace(figures=("fig1", "fig4")), out, progress=False)
+    monkeypatch.setattr(paper_run, "paper_unit", spy)
+    run_paper(TINY_PAPER.replace(figures=("fig1", "fig4")), out, QUIET)
     assert computed == []  # fig2's missing unit is not fig1's or fig4's business
     assert not read(out / "fig2_wait_vs_risk.csv")  # drawn from no unit: empty, no error
     assert (out / "fig2_wait_vs_risk.png").read_bytes()[:8] == PNG_MAGIC
-    run_paper(TINY_PAPER.replace(figures=("fig2",)), out, progress=False)
+    run_paper(TINY_PAPER.replace(figures=("fig2",)), out, QUIET)
     assert computed == ["window-10F-psi1.01"]
 
 
@@ -269,12 +294,10 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
                              figures=("fig1",), curve_dirs=(str(curves),))
     out = tmp_path / "paper"
     # a unit's training starts from scratch: whatever its folder holds is not resumed
-    import leaderboard.paper as paper
-
-    stale = paper._train_path(cfg, paper._settings(cfg)["fig1"][0], 0)
+    stale = train_path(cfg, experiment_settings(cfg)["fig1"][0], 0)
     stale.mkdir(parents=True)
     (stale / "ckpt_00000100.pt").write_bytes(b"not a checkpoint")
-    run_paper(cfg, out, progress=False)
+    run_paper(cfg, out, QUIET)
     assert not (stale / "ckpt_00000100.pt").exists()
     unit = _units(out)["units/fig1/window-5F/i0.json"]
     assert {r["agent"] for r in unit["rows"]} == {"lp", "slack-lp", "alpha-ddpg"}
@@ -283,7 +306,7 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
     walls = [row[1] for row in curve]
     assert walls == sorted(walls) and unit["train_s"] == max(walls)
     # a second run reuses the unit, and its training time is the run's, not a resume's ~0 s
-    run_paper(cfg, out, progress=False)
+    run_paper(cfg, out, QUIET)
     assert _units(out)["units/fig1/window-5F/i0.json"]["train_s"] == unit["train_s"]
     rows = read(out / "fig3_training.csv")
     assert not [r for r in rows if r.get("file", "").startswith(str(curves))]
@@ -296,7 +319,7 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
             f"{float(ours['mean_high']):.2f}]") in claim
     assert "stand-in" not in fig1["slack-lp"]["label"] + summary  # α-DDPG itself is there
     # computed again from scratch (α-DDPG retrained in a scratch folder): the same bits
-    (check,) = verify_units(cfg, out, progress=False)
+    (check,) = verify_units(cfg, out, execution=QUIET)
     assert check.ok and check.exact, check.message
     # its training lives in a folder named by the unit's key: another budget's run never
     # mixes with it
@@ -306,24 +329,22 @@ def test_a_trained_unit_carries_its_curve_into_figure_3(tmp_path: Path) -> None:
 
 def test_render_only_and_flights_options(local_run: Path, tmp_path: Path, monkeypatch,
                                          capsys) -> None:
-    import leaderboard.paper as paper
-
     out = _copy(local_run, tmp_path / "render")
 
     def boom(args):
         raise AssertionError("--render-only computed a unit")
 
-    monkeypatch.setattr(paper, "paper_unit", boom)
-    monkeypatch.setattr(paper.PaperConfig, "quick_config",
+    monkeypatch.setattr(paper_run, "paper_unit", boom)
+    monkeypatch.setattr(PaperConfig, "quick_config",
                         classmethod(lambda cls: TINY_PAPER))
     # Experiment 1 at 5 and 10 flights: only 5 is cached, so 10 is drawn from no instance.
-    assert main(["paper", "--quick", "--render-only", "--flights", "10", "5", "--out", str(out),
+    assert main(["--quick", "--render-only", "--flights", "10", "5", "--out", str(out),
                  "--no-progress"]) == 0
     rows = read(out / "fig1_ratio_vs_flights.csv")
     assert {r["x"] for r in rows} == {"5"} and {r["n_instances"] for r in rows} == {"1"}
-    assert main(["paper", "--quick", "--flights", "7", "--out", str(out), "--no-progress"]) == 2
+    assert main(["--quick", "--flights", "7", "--out", str(out), "--no-progress"]) == 2
     assert "not registered: [7]" in capsys.readouterr().err
-    assert main(["paper", "--quick", "--flights", "5", "5", "--out", str(out),
+    assert main(["--quick", "--flights", "5", "5", "--out", str(out),
                  "--no-progress"]) == 2
 
 
@@ -333,23 +354,21 @@ def test_a_point_with_more_instances_keeps_the_others(local_run: Path, tmp_path:
     # Both points are drawn, each from the instances it has, and the summary says so.
     import json
 
-    import leaderboard.paper as paper
-
     out = _copy(local_run, tmp_path / "chunks")
     cfg = TINY_PAPER.replace(instances=(0, 1), other_instances=1, flights=(5, 10), figures=())
-    five, ten = paper._settings(cfg)["fig1"]
+    five, ten = experiment_settings(cfg)["fig1"]
     base = (out / "units/fig1/window-5F/i0.json").read_text()
     for setting, inst in ((five, 1), (ten, 0)):
         unit = json.loads(base)
         unit["instance_seed"], unit["slug"] = inst, setting.slug
-        unit["key"] = paper.unit_key(cfg, setting, inst)
+        unit["key"] = unit_key(cfg, setting, inst)
         for row in unit["rows"]:
             row["instance_seed"], row["x"] = inst, setting.x
-        path = paper.unit_path(out, "fig1", setting, inst)
+        path = unit_path(out, "fig1", setting, inst)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(unit))
-    monkeypatch.setattr(paper, "paper_unit", lambda args: pytest.fail("computed a unit"))
-    run_paper(cfg, out, progress=False)
+    monkeypatch.setattr(paper_run, "paper_unit", lambda args: pytest.fail("computed a unit"))
+    run_paper(cfg, out, QUIET)
     rows = read(out / "fig1_ratio_vs_flights.csv")
     got = {(r["x"], r["n_instances"]) for r in rows}
     assert got == {("5", "2"), ("10", "1")}
@@ -372,32 +391,30 @@ def test_trend_is_a_rank_test_over_instances_worked_by_hand() -> None:
 
     from scipy import stats
 
-    import leaderboard.paper as paper
-
     def result(points: dict[float, list[float]]) -> dict:
         """One day per instance: each instance's mean is its one value."""
-        col = paper._Collector()
+        col = paper_stats.Collector()
         for x, ys in points.items():
             for i, y in enumerate(ys):
                 col.rows.append({"x": x, "agent": "a", "instance_seed": i,
-                                 "arrival_seed": paper.EVAL_SEED_BASE, "ratio_vs_lp": y})
+                                 "arrival_seed": LEADERBOARD_SEED_BASE, "ratio_vs_lp": y})
         return {"collector": col}
 
-    cfg = paper.PaperConfig(days=1)
+    cfg = PaperConfig(days=1)
 
     def pts(points: dict[float, list[float]]) -> list:
-        return paper._trend_points(cfg, result(points), "a")
+        return paper_stats.trend_points(cfg, result(points), "a")
 
     # Three points of two instances, strictly falling: the 12 pairs across points all fall and
     # the 3 within a point are tied in x, so S = -12, τ_b = -12 / sqrt(12 * 15) = -2 / sqrt(5);
     # Var S = (6*5*17 - 3 * 2*1*9) / 18 = 76 / 3, p = erfc(12 / sqrt(76/3) / sqrt(2)) = 0.0171.
     three = pts({0.0: [6, 5], 1.0: [4, 3], 2.0: [2, 1]})
-    tau, p = paper._kendall(three)
+    tau, p = paper_stats.kendall(three)
     assert tau == pytest.approx(-2 / math.sqrt(5))
     assert p == pytest.approx(math.erfc(12 / math.sqrt(76 / 3) / math.sqrt(2)))
     assert p == pytest.approx(0.01712, abs=5e-5)
-    assert paper._trend(three) == "falls"
-    assert (paper._trend_text(three)
+    assert paper_stats.trend_direction(three) == "falls"
+    assert (paper_stats.trend_text(three)
             == "falls (τ = -0.89 over 6 instances, p = 0.017; 5.50 at 0 to 1.50 at 2)")
     # A point weighs as many instances as it has. Five points of five instances, every
     # instance below the point before, and a sixth point of two instances out of line (between
@@ -410,41 +427,39 @@ def test_trend_is_a_rank_test_over_instances_worked_by_hand() -> None:
     old = stats.kendalltau(range(6), means)
     assert old.statistic == pytest.approx(-11 / 15) and old.pvalue == pytest.approx(40 / 720)
     lagging = pts({**five, 5.0: [25.0, 26.0]})
-    tau, p = paper._kendall(lagging)
+    tau, p = paper_stats.kendall(lagging)
     assert tau == pytest.approx(-260 / math.sqrt(300 * 351))
-    assert p < 1e-6 and paper._trend(lagging) == "falls"
+    assert p < 1e-6 and paper_stats.trend_direction(lagging) == "falls"
     # A point with one instance is shown but not tested: adding one out of line changes nothing.
-    assert paper._kendall(pts({**five, 5.0: [25.0, 26.0], 6.0: [99.0]})) == (tau, p)
-    assert paper._falls_verdict("falls", below_one=True).startswith("direction only")
-    assert paper._falls_verdict("falls") == "agrees"
+    assert paper_stats.kendall(pts({**five, 5.0: [25.0, 26.0], 6.0: [99.0]})) == (tau, p)
+    assert paper_stats.falls_verdict("falls", below_one=True).startswith("direction only")
+    assert paper_stats.falls_verdict("falls") == "agrees"
     # Rising: the mirror image.
-    assert paper._trend(pts({0.0: [1, 2], 1.0: [3, 4], 2.0: [5, 6]})) == "rises"
+    assert paper_stats.trend_direction(pts({0.0: [1, 2], 1.0: [3, 4], 2.0: [5, 6]})) == "rises"
     # Zig-zag: across any two points one pair rises, one falls and two tie: S = 0, p = 1.
     zig = pts({0.0: [1, 3], 1.0: [1, 3], 2.0: [1, 3]})
-    assert paper._kendall(zig) == (pytest.approx(0.0), pytest.approx(1.0))
-    assert paper._trend(zig) == "no clear trend"
-    assert paper._falls_verdict("no clear trend") == "not shown: no significant trend"
+    assert paper_stats.kendall(zig) == (pytest.approx(0.0), pytest.approx(1.0))
+    assert paper_stats.trend_direction(zig) == "no clear trend"
+    assert paper_stats.falls_verdict("no clear trend") == "not shown: no significant trend"
     # Two points are not a trend.
-    assert paper._trend(pts({0.0: [6, 5], 1.0: [2, 1]})) == "n/a"
-    assert paper._falls_verdict("n/a") == "n/a"
+    assert paper_stats.trend_direction(pts({0.0: [6, 5], 1.0: [2, 1]})) == "n/a"
+    assert paper_stats.falls_verdict("n/a") == "n/a"
 
 
 def test_t_interval_and_mean_over_points_by_hand() -> None:
-    import leaderboard.paper as paper
-
     # 1, 2, 3: mean 2, sample sd 1, standard error 1/sqrt(3); t(0.975, 2 df) = 4.303 (table),
     # so the half-width is 4.303 / sqrt(3) = 2.484.
-    mean, low, high = paper.t_interval(np.array([1.0, 2.0, 3.0]))
+    mean, low, high = paper_stats.t_interval(np.array([1.0, 2.0, 3.0]))
     assert mean == 2.0 and low == pytest.approx(2 - 2.484, abs=1e-3)
     assert high == pytest.approx(2 + 2.484, abs=1e-3)
-    assert paper.t_interval(np.array([5.0, 5.0])) == (5.0, 5.0, 5.0)
+    assert paper_stats.t_interval(np.array([5.0, 5.0])) == (5.0, 5.0, 5.0)
     with pytest.raises(ValueError, match="two samples"):
-        paper.t_interval(np.array([1.0]))
+        paper_stats.t_interval(np.array([1.0]))
     # Point A: instances 0 and 1 on one day, scoring 1 and 3; point B: instances 0-2, 2 on
     # every day; point C: one instance (left out). Per instance common to A and B, the mean
     # over the points: (1 + 2) / 2 = 1.5 and (3 + 2) / 2 = 2.5; their mean 2, sd 0.7071,
     # standard error 0.5, t(0.975, 1 df) = 12.706: [2 - 6.353, 2 + 6.353].
-    avg = paper._mean_over_points([([0, 1], np.array([[1.0, 3.0]])),
+    avg = paper_stats.mean_over_points([([0, 1], np.array([[1.0, 3.0]])),
                                    ([0, 1, 2], np.full((5, 3), 2.0)),
                                    ([5], np.array([[100.0]]))])
     assert avg["mean"] == 2.0 and (avg["n_points"], avg["n_instances"]) == (2, 2)
@@ -456,25 +471,23 @@ def test_t_interval_and_mean_over_points_by_hand() -> None:
     # variance of the average is (2/2 + 2/2) / 4 = 0.5 (se 0.7071); each of the four
     # instances carries a quarter of it, n_eff = 4 and t(0.975, 3 df) = 3.182:
     # 2.5 -+ 3.182 x 0.7071 = [0.250, 4.750].
-    avg = paper._mean_over_points([([0, 1], np.array([[1.0, 3.0]])),
+    avg = paper_stats.mean_over_points([([0, 1], np.array([[1.0, 3.0]])),
                                    ([2, 3], np.array([[2.0, 4.0]]))])
     assert avg["mean"] == 2.5 and avg["low"] == pytest.approx(0.250, abs=1e-3)
     assert avg["high"] == pytest.approx(4.750, abs=1e-3)
-    assert paper._mean_over_points([([0, 1], np.ones((2, 2))),
+    assert paper_stats.mean_over_points([([0, 1], np.ones((2, 2))),
                                     ([1, 2], np.ones((2, 2)))])["high"] == 1.0
-    assert paper._mean_over_points([([0], np.ones((2, 1)))]) is None
+    assert paper_stats.mean_over_points([([0], np.ones((2, 1)))]) is None
 
 
 def test_mean_over_points_reduces_to_the_paired_interval_and_covers() -> None:
-    import leaderboard.paper as paper
-
     rng = np.random.default_rng(7)
     # Every point on the same 6 instances: exactly the t-interval of the 6 per-instance
     # averages over the points (the paired interval, 5 degrees of freedom).
     x = rng.normal(1.0, 0.2, size=(6, 4))
-    avg = paper._mean_over_points([(list(range(6)), x[:, j][None, :]) for j in range(4)])
+    avg = paper_stats.mean_over_points([(list(range(6)), x[:, j][None, :]) for j in range(4)])
     assert (avg["mean"], avg["low"], avg["high"]) == pytest.approx(
-        paper.t_interval(x.mean(axis=1)), rel=1e-12)
+        paper_stats.t_interval(x.mean(axis=1)), rel=1e-12)
     # Coverage: 6 correlated points, five with 12-11 instances and one lagging with 2 (a run
     # in chunks). Over 1,000 draws the interval covers the true average 95% of the time,
     # within three binomial standard errors (0.007); the intersection of instances (2) would
@@ -485,26 +498,26 @@ def test_mean_over_points_reduces_to_the_paired_interval_and_covers() -> None:
     hits = 0
     for _ in range(1000):
         draws = rng.multivariate_normal(mu, cov, size=12)
-        avg = paper._mean_over_points([(list(range(n)), draws[:n, j][None, :])
+        avg = paper_stats.mean_over_points([(list(range(n)), draws[:n, j][None, :])
                                        for j, n in enumerate(counts)])
         hits += avg["low"] <= mu.mean() <= avg["high"]
     assert abs(hits / 1000 - 0.95) <= 3 * np.sqrt(0.95 * 0.05 / 1000)
 
 
 def test_progress_counts_units_against_the_full_protocol() -> None:
-    import leaderboard.paper as paper
-
     # Experiment 1 has two units at 5 flights (100 s and 200 s): 2 of 6 points x 30 instances
     # done, 300 s spent; the other 28 at 5 flights would take 28 x 150 s = 4,200 s = 1.2 h, and
     # the five other flight counts have no unit to estimate from.
-    col = paper._Collector(unit_s={"window-5F": [100.0, 200.0]})
-    lines = paper._progress({"fig1": {"collector": col}, "fig2": {}, "fig4": {}})
+    col = paper_stats.Collector(unit_s={"window-5F": [100.0, 200.0]})
+    from experiments.paper.summary import progress_table
+
+    lines = progress_table({"fig1": {"collector": col}, "fig2": {}, "fig4": {}})
     assert lines[-2] == ("| fig1 | 2 / 180 | 0.1 | 1.2 h + 5 point(s) not started (window-10F, "
                          "window-20F, window-50F, window-100F, window-300F) |")
 
 
 def test_units_keep_their_provenance_and_the_summary_groups_them(local_run: Path) -> None:
-    from leaderboard.paper import _provenance_table
+    from experiments.paper.summary import provenance_table
 
     docs = _units(local_run)
     for doc in docs.values():
@@ -525,7 +538,7 @@ def test_units_keep_their_provenance_and_the_summary_groups_them(local_run: Path
              unit("EPYC", "2.13.0", "aaaaaaaaa", "2026-01-01", 1800.0),
              unit("Xeon", "2.11.0", "ccccccccc", "2026-01-03", 360.0),
              {"setup_s": 7200.0, "rolling_s": 0.0, "train_s": 3600.0}]
-    lines = _provenance_table(units)
+    lines = provenance_table(units)
     soft = "Python 3.11.7; torch {}, numpy 2.0, scipy 1.0, highspy 1.0, tianshou 2.0.1"
     epyc = f"| EPYC (2 CPUs) | {soft.format('2.13.0')} | aaaaaaa, bbbbbbb | 2 | 1.5 |"
     assert lines[4] == epyc  # commits in the order first used; 1800 s + 3600 s
@@ -539,7 +552,7 @@ def test_verify_computes_cached_units_again_and_compares(local_run: Path, tmp_pa
     import json
 
     out = _copy(local_run, tmp_path / "verify")
-    checks = verify_units(TINY_PAPER, out, count=5, progress=False)  # all three units
+    checks = verify_units(TINY_PAPER, out, count=5, execution=QUIET)  # all three units
     assert len(checks) == 3 and all(c.ok and c.exact for c in checks)
     assert {c.message for c in checks} == {"reproduced bit for bit (2 rows)"}  # lp, slack-lp
     name = out / "units/fig1/window-5F/i0.json"
@@ -549,7 +562,7 @@ def test_verify_computes_cached_units_again_and_compares(local_run: Path, tmp_pa
     for scale, ok in ((1 + 1e-9, True), (1 + 1e-3, False)):
         doc["rows"][1]["mean_wait"] = wait * scale
         name.write_text(json.dumps(doc))
-        (check,) = verify_units(fig1, out, progress=False)
+        (check,) = verify_units(fig1, out, execution=QUIET)
         assert check.path == name and check.ok is ok and not check.exact
         # row 1 is slack-lp's: the LP's rows still reproduce bit for bit
         assert check.message == (
@@ -559,27 +572,25 @@ def test_verify_computes_cached_units_again_and_compares(local_run: Path, tmp_pa
             "bit: counts, rows of lp, α-DDPG's training")
     doc["rows"].pop()
     name.write_text(json.dumps(doc))
-    (check,) = verify_units(fig1, out, progress=False)
+    (check,) = verify_units(fig1, out, execution=QUIET)
     assert not check.ok and check.message.startswith("differs: rows of slack-lp: only in the "
                                                      "fresh unit")
     with pytest.raises(ValueError, match="no cached unit of fig1"):
-        verify_units(fig1.replace(days=2), out, progress=False)  # another key
+        verify_units(fig1.replace(days=2), out, execution=QUIET)  # another key
     # the command line: a usage error, not a run
-    assert main(["paper", "--verify", "1", "--render-only", "--out", str(out)]) == 2
-    assert main(["paper", "--verify", "1", "--out", str(tmp_path / "empty"),
+    assert main(["--verify", "1", "--render-only", "--out", str(out)]) == 2
+    assert main(["--verify", "1", "--out", str(tmp_path / "empty"),
                  "--no-progress"]) == 2
     assert "no cached unit" in capsys.readouterr().err
 
 
 def test_training_time_is_fitted_through_three_flight_counts_or_more() -> None:
-    from leaderboard import paper
-
     # Means 100, 220, 300 s at 10, 20, 30 flights: slope (300 - 100) / 20 = 10 s per flight;
     # intercept 206.67 - 10 * 20 = 6.67 s; residuals -6.67, 13.33, -6.67, so SS_res = 266.67,
     # SS_tot = 106.67² + 13.33² + 93.33² = 20266.67 and R² = 1 - 266.67 / 20266.67 = 0.987.
-    assert paper._time_fit_text({10: [90.0, 110.0], 20: [220.0], 30: [300.0]}) == (
+    assert paper_stats.time_fit_text({10: [90.0, 110.0], 20: [220.0], 30: [300.0]}) == (
         "10F: 100 s; 20F: 220 s; 30F: 300 s to 10,000 mini-batches; "
         "least squares 7 s + 10.00 s × flights, R² = 0.99")
     # Two means: any line through them has R² = 1, so none is drawn.
-    assert paper._time_fit_text({5: [100.0], 10: [130.0, 150.0]}) == (
+    assert paper_stats.time_fit_text({5: [100.0], 10: [130.0, 150.0]}) == (
         "5F: 100 s; 10F: 140 s to 10,000 mini-batches (2 flight counts: too few to fit a line)")

@@ -1,4 +1,4 @@
-"""``python -m tsg_envs.bench``: environment speed against CartPole-v1, and LP solve times.
+"""``python -m benchmarks.envs``: environment speed against CartPole-v1, and LP solve times.
 
 Two measurements, printed as Markdown tables with the machine they ran on:
 
@@ -42,6 +42,9 @@ from tsg_envs.lp import solve_window_lp
 from tsg_envs.polytope import build_polytopes
 from tsg_envs.provenance import cpu_model, git_commit
 from tsg_envs.validation import cli_int
+
+#: The repository's root (the benchmarks are not installed: their own processes start there).
+ROOT = Path(__file__).resolve().parent.parent
 
 __all__ = [
     "BOUND_CORNERS",
@@ -379,8 +382,8 @@ def construction_costs(corners: tuple[str, ...] = tuple(BOUND_CORNERS)) -> list[
     rows = []
     for name in corners:
         out = subprocess.run(
-            [sys.executable, "-m", "tsg_envs.bench", "--construct", name],
-            check=True, capture_output=True, text=True,
+            [sys.executable, "-m", "benchmarks.envs", "--construct", name],
+            check=True, capture_output=True, text=True, cwd=ROOT,
         ).stdout
         rows.append(ConstructionCost(**json.loads(out.strip().splitlines()[-1])))
     return rows
@@ -512,19 +515,15 @@ def harness_speeds(
 ) -> list[HarnessSpeed]:
     """The harness against the per-day loop for the LP, centre and slack-guided agents.
 
-    Slack-guided comes from the ``baselines`` package (skipped when it cannot be imported).
+    Slack-guided is the ``baselines`` package's (the benchmarks stand above every package).
     """
+    from baselines.slack_guided import make_agent as slack_guided
     from tsg_envs.harness import Unit, evaluate
     from tsg_envs.rollout import CentreAgent, LPAgent, rollout
     from tsg_envs.seeds import evaluation_day_seeds
 
-    factories: dict[str, Callable[[gym.Env], object]] = {"lp": LPAgent, "centre": CentreAgent}
-    try:
-        from baselines.slack_guided import make_agent as slack_guided
-
-        factories["slack-guided"] = slack_guided
-    except ImportError:  # pragma: no cover - baselines not installed
-        pass
+    factories: dict[str, Callable[[gym.Env], object]] = {
+        "lp": LPAgent, "centre": CentreAgent, "slack-guided": slack_guided}
     if agents is not None:
         factories = {k: v for k, v in factories.items() if k in agents}
     seeds = evaluation_day_seeds(days)
@@ -683,7 +682,7 @@ def _publish(name: str, json_path: str, readme: str | None, rows: list,
     """
     import json
 
-    command = f"python -m tsg_envs.bench --{name} {json_path}"
+    command = f"python -m benchmarks.envs --{name} {json_path}"
     payload = {"machine": machine_info(), "command": command, "env_id": env_id,
                "rows": [r if isinstance(r, dict) else dataclasses.asdict(r) for r in rows]}
     Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
@@ -694,8 +693,8 @@ def _publish(name: str, json_path: str, readme: str | None, rows: list,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m tsg_envs.bench``."""
-    parser = argparse.ArgumentParser(prog="python -m tsg_envs.bench", description=__doc__,
+    """Entry point of ``python -m benchmarks.envs``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.envs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="short blocks and small LPs (a few seconds)")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python baselines/scripts/mu_sweep.py [--instances 0 1] [--days 5]
+    .venv/bin/python -m experiments.mu_sweep [--instances 0 1] [--days 5]
 
 For each μ, the slack-guided agent's mean wait over the instances × days (seeds 10_000 + k),
 next to the slack LP (μ → ∞) and the LP. Results on a 2-core CPU box are quoted in
@@ -16,7 +16,8 @@ import argparse
 import numpy as np
 
 from baselines import slack_guided, slack_lp
-from baselines.evaluate import evaluate, evaluation_day_seeds
+from baselines.evaluate import evaluate
+from tsg_envs.seeds import evaluation_day_seeds
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Benchmarks of the torch baselines: ``python -m baselines.bench [--quick]``.
+"""Benchmarks of the torch baselines: ``python -m benchmarks.training [--quick]``.
 
 1. Projection layers, forward plus backward at batch 256 on the default environment's
    polytopes, measured in the same run: the α-projection (:class:`~baselines.projection.
@@ -325,7 +325,7 @@ def _fit(rows: list[dict[str, Any]]) -> tuple[float, float] | None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """CLI entry point; returns the measurements."""
     p = argparse.ArgumentParser(
-        prog="python -m baselines.bench", description=__doc__.split("\n")[0]
+        prog="python -m benchmarks.training", description=__doc__.split("\n")[0]
     )
     p.add_argument("--quick", action="store_true", help="smoke test: tiny sizes, seconds")
     p.add_argument("--skip-training", action="store_true", help="projection benchmark only")

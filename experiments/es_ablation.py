@@ -2,11 +2,11 @@ r"""Where does es-guided's gain over slack-guided come from: its learned μ, its
 
 Usage::
 
-    .venv/bin/python baselines/scripts/es_ablation.py \
+    .venv/bin/python -m experiments.es_ablation \
         [--runs runs/multiseed/es-guided] [--instances 0 1 2 3 4] [--seeds 0 1 2 3 4] [--days 5]
 
 For every trained (instance, seed) of ``tsg/Screening-v1`` (checkpoints from
-``baselines/scripts/multiseed.py --suite screening --plan es-guided=5``), plays the learned
+``python -m experiments.multiseed --suite screening --plan es-guided=5``), plays the learned
 policy, the learned μ with the prices zeroed, and the learned prices at μ = 1, beside
 slack-guided (θ = 0), on the baselines' evaluation days 10,000 + k, and writes one row each to
 ``results/es_guided_ablation.csv``: the ratio slack-guided wait / variant wait, averaged over

@@ -20,7 +20,7 @@ its leak is real in the duel); the others in the default ``"project"`` mode. Lea
 are trained for ``--ddpg-gradient-steps`` gradient steps (the paper's budget, 10,000, by default;
 the table checks risk, not delay). Writes ``--out`` (CSV) and prints a Markdown version.
 
-    python -m baselines.scripts.duel_table [--defenders lp,alpha-ddpg,penalty-ddpg,centre]
+    python -m experiments.duel_table [--defenders lp,alpha-ddpg,penalty-ddpg,centre]
         [--days 3] [--ddpg-gradient-steps 10000] [--dqn-steps 100000] [--out results/duel_table.csv]
 """
 
@@ -38,7 +38,6 @@ import gymnasium as gym
 import numpy as np
 
 import tsg_envs
-from baselines._torch_common import git_commit
 from baselines.api import RunConfig, get_method
 from baselines.attackers import (
     BestResponseAttacker,
@@ -48,6 +47,7 @@ from baselines.attackers import (
     train_dqn_attacker,
 )
 from tsg_envs.polytope import FEASIBILITY_TOL
+from tsg_envs.provenance import git_commit
 from tsg_envs.risk import worst_case_risk
 from tsg_envs.seeds import DUEL_SEED_BASE
 
@@ -182,7 +182,7 @@ def _defender_row(cfg: DuelTableConfig, name: str, commit: str) -> dict[str, Any
 
 def run_table(cfg: DuelTableConfig) -> list[dict[str, Any]]:
     """Compute every defender's row, write ``cfg.out`` and return the rows."""
-    commit = git_commit()
+    commit = git_commit(7, ("baselines", "tsg_envs")) or "unknown"
     rows = []
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     with cfg.out.open("w", newline="") as f:

@@ -2,7 +2,7 @@ r"""Which target trains α-DDPG best toward the paper's objective (the undiscoun
 
 Usage::
 
-    .venv/bin/python baselines/scripts/gamma_study.py [--instances 0 1 2] [--seeds 0] \
+    .venv/bin/python -m experiments.gamma_study [--instances 0 1 2] [--seeds 0] \
         [--gradient-steps 10000] [--workers 2]
 
 The paper's objective is the average wait per passenger over a day, undiscounted; one step is

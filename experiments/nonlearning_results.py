@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python baselines/scripts/nonlearning_results.py [--instances 0 1 2 3 4] [--days 20]
+    .venv/bin/python -m experiments.nonlearning_results [--instances 0 1 2 3 4] [--days 20]
 
 Evaluates lp, slack-lp, slack-guided, myopic and centre on ``--env`` (default
 ``tsg/Screening-v1``) over the instances × days (seeds 10_000 + k) with
@@ -30,9 +30,10 @@ import gymnasium as gym
 import numpy as np
 
 from baselines import centre, myopic, slack_guided, slack_lp, static_lp
-from baselines.evaluate import evaluate, evaluation_day_seeds
+from baselines.evaluate import episode_row, evaluate
 from tsg_envs.provenance import git_commit
 from tsg_envs.risk import worst_case_risk
+from tsg_envs.seeds import evaluation_day_seeds
 
 METHODS = {
     "lp": static_lp.make_agent,
@@ -101,7 +102,7 @@ def main() -> None:
             env = gym.make(args.env, instance_seed=inst)
             rep = worst_case_risk(env, make(env), seed=days[0], max_states=50)
             risks.append(rep.risk / rep.bound)
-        recs = [r.flat() for r in res.records]
+        recs = [episode_row(r) for r in res.records]
         for r in recs:
             episodes.append({"method": name, **r})
         strata = np.array([r["instance_seed"] for r in recs])

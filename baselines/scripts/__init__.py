@@ -1,1 +1,0 @@
-"""Scripts that regenerate the README's tables (``python -m baselines.scripts.<name>``)."""

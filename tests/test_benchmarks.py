@@ -1,0 +1,96 @@
+"""The benchmarks (``benchmarks/``, not installed): quick smoke runs of each, on tiny sizes.
+
+Timings are never asserted beyond sanity bounds (speed targets live in the benchmarks' own
+ratios, measured against a named competitor in the same run).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+HAS_CVXPYLAYERS = importlib.util.find_spec("cvxpylayers") is not None
+
+
+# benchmarks.envs ------------------------------------------------------------------------------
+def test_bench_quick_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import envs as bench
+
+    assert bench.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "Machine: cpu" in out and "git commit" in out
+    assert "| `tsg/Screening-v1` |" in out and "| `CartPole-v1` |" in out
+    ratio = float(out.split("target >= 0.75) | **")[1].split("**")[0])
+    assert ratio > 0.05  # a sanity bound only: timings on a shared CI box vary
+    lp_rows = [line for line in out.splitlines() if line.startswith("| 10 |")
+               or line.startswith("| 20 |")]
+    assert len(lp_rows) == 2
+    # passengers and categories of the 10- and 20-flight day games (default generator, seed 0)
+    assert lp_rows[0].split("|")[2].strip() == "937" and lp_rows[0].split("|")[3].strip() == "50"
+
+
+def test_bench_bound_corner_in_a_fresh_process(tmp_path) -> None:
+    """One corner of the input bounds, measured as the README's table is (a child process)."""
+    from benchmarks import envs as bench
+
+    (row,) = bench.construction_costs(("passengers",))
+    # 100 flights of exactly 1,000 passengers: the passenger bound, 5 levels x 100 flights.
+    assert (row.n_passengers, row.n_categories, row.n_teams) == (100_000, 500, 10)
+    assert row.wall_seconds > 0 and row.peak_mib > 0
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- bounds:begin -->\nold\n<!-- bounds:end -->\nb\n")
+    bench.replace_block(readme, "bounds", bench.format_bounds([row]))
+    text = readme.read_text()
+    assert "old" not in text and "| 100,000 | 500 x 10 |" in text
+    assert text.startswith("a\n<!-- bounds:begin -->\n| corner") and text.endswith("end -->\nb\n")
+
+
+def test_bench_vector_and_harness_rows_are_well_formed() -> None:
+    from benchmarks import envs as bench
+
+    rows = bench.vector_speeds("tsg/Screening-Window-5F-v1", sizes=(1, 2), infeasible=(0.0,),
+                               sub_steps=50, pairs=1)
+    assert [r.n for r in rows] == [1, 2]
+    assert all(r.native_sps > 0 and r.sync_sps > 0 and r.ratio > 0 for r in rows)
+    assert "| 2 | 0% |" in bench.format_vector(rows)
+    (h,) = bench.harness_speeds("tsg/Screening-Window-5F-v1", days=2, agents=("lp",))
+    assert h.agent == "lp" and h.days == 2 and h.speedup == pytest.approx(
+        h.loop_s_per_day / h.harness_s_per_day)
+
+
+# benchmarks.training --------------------------------------------------------------------------
+def test_training_bench_quick_smoke(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("tianshou")
+    import json
+
+    from benchmarks.training import main
+
+    out = tmp_path / "bench.json"
+    result = main(["--quick", "--flights", "10", "--grad-steps", "50", "--json", str(out)])
+    assert json.loads(out.read_text())["machine"] == result["machine"]
+    proj = result["projection"]
+    assert proj["alpha_s"] > 0
+    if HAS_CVXPYLAYERS:
+        assert proj["speedup"] > 1.0  # the α-projection is cheaper than a QP per sample
+    (row,) = result["training"]
+    assert row["flights"] == 10 and row["obs_dim"] == 116 and row["train_s"] > 0
+
+
+def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("tianshou")
+    from benchmarks.training import main as bench_main
+
+    result = bench_main(["--loops", "--quick", "--methods", "alpha-ddpg", "--num-envs", "1", "2",
+                         "--grad-steps", "20", "--json", str(tmp_path / "loops.json")])
+    rows = result["loops"]
+    assert [(r["method"], r["num_envs"]) for r in rows] == [("alpha-ddpg", 1), ("alpha-ddpg", 2)]
+    for r in rows:
+        assert r["gradient_steps"] == 20
+        # 200 warm-up steps, then 2 environment steps per gradient step (n days at a time)
+        assert 240 <= r["env_steps"] <= 240 + r["num_envs"] - 1
+        assert r["overhead_ratio"] > 0 and r["bare_update_s"] > 0
+    assert (tmp_path / "loops.json").is_file()
