@@ -119,9 +119,10 @@ FAILURES = {
     "slow_make_agent": (dict(make_extra="import time; time.sleep(60)"),
                         Limits(call_s=10.0, unit_s=5.0),
                         "exceeded the unit time limit of 5 s"),
+    # A well-framed reply (the right sequence number) whose header is not JSON.
     "malformed_reply": (dict(act_extra=(
-        "import gc, multiprocessing.connection as mc; "
-        "[c.send_bytes(b'garbage') for c in gc.get_objects() if isinstance(c, mc.Connection)]"
+        "import gc, struct; [c._sock.sendall(struct.pack('<III', c._seq, 7, 0) + b'garbage') "
+        "for c in gc.get_objects() if type(c).__name__ == 'Channel']"
     )), FAST, "malformed reply"),
 }
 
