@@ -71,6 +71,7 @@ __all__ = [
     "SandboxError",
     "is_unsealed",
     "isolation",
+    "weakest",
 ]
 
 #: Largest reply accepted (header and payload, bytes): a batch of actions is far smaller.
@@ -185,6 +186,15 @@ def _describe(mode: _Mode) -> str:
 def is_unsealed(text: str | None) -> bool:
     """Whether a result's ``provenance.isolation`` says its submission ran unsealed."""
     return text is None or text.startswith(("unsealed", "off"))
+
+
+def weakest(ran: list[str | None], limits: Limits | None = None) -> str:
+    """How a run's sandboxes ran, taken together: the first unsealed of ``ran``, else its first.
+
+    With nothing in ``ran`` (no sandbox started), :func:`isolation` of ``limits``.
+    """
+    known = [r for r in ran if r]
+    return next((r for r in known if is_unsealed(r)), known[0] if known else isolation(limits))
 
 
 class _Output:
