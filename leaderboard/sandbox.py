@@ -294,6 +294,16 @@ class Sandbox:
             self._watch.start()
         self._send((entry, setup), "start-up")
 
+    @property
+    def uid(self) -> int | None:
+        """The tree's own user id (sealed as root), else None."""
+        return self._uid
+
+    @property
+    def init_pid(self) -> int | None:
+        """The host pid of its PID namespace's first process (sealed), else None."""
+        return self._init
+
     # Launching ----------------------------------------------------------------------------------
     def _command(self, fd: int, read_only: tuple[str, ...], files: dict[str, bytes]
                  ) -> tuple[list[str], dict[str, str], list[int]]:

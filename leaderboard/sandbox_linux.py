@@ -128,12 +128,12 @@ def state(pid: int) -> str:
 
 
 def owned_by(uid: int) -> list[int]:
-    """Every process whose user is ``uid``."""
+    """Every live process (zombies left out) whose user is ``uid``."""
     out = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
+                if os.stat(f"/proc/{name}").st_uid == uid and state(int(name)) not in "ZX":
                     out.append(int(name))
             except OSError:
                 pass

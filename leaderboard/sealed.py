@@ -154,6 +154,7 @@ class SealedAgent:
     Attributes:
         isolated: Whether its process runs sealed.
         isolation: How (a result's ``provenance.isolation``).
+        sandbox: Its :class:`~leaderboard.sandbox.Sandbox`.
 
     Raises:
         SubmissionError: the submission could not be loaded or built, within the limits.
@@ -181,11 +182,15 @@ class SealedAgent:
         setup = (spec, env_id, int(instance_seed), dict(env_kwargs), int(train_gradient_steps),
                  role)
         try:
-            self._box = Sandbox(ENTRY, setup, limits, read_only=tuple(read_only), files=files)
+            self.sandbox = Sandbox(ENTRY, setup, limits, read_only=tuple(read_only), files=files)
         except SandboxError as err:
             raise SubmissionError(str(err)) from None
-        self.isolated, self.isolation = self._box.sealed, self._box.isolation
-        header = self._receive(f"loading the submission and {factory}", limits.unit_s)
+        self.isolated, self.isolation = self.sandbox.sealed, self.sandbox.isolation
+        try:
+            header = self._receive(f"loading the submission and {factory}", limits.unit_s)
+        except SubmissionError:
+            self.close()  # nothing of it outlives a failed start
+            raise
         if header.get("kind") != "ready":
             self.close()
             raise SubmissionError("malformed reply from the submission's process")
@@ -198,7 +203,7 @@ class SealedAgent:
     # Plumbing -----------------------------------------------------------------------------------
     def _receive(self, what: str, timeout: float | None = None) -> dict[str, Any]:
         try:
-            header, self._payload = self._box.receive(what, timeout)
+            header, self._payload = self.sandbox.receive(what, timeout)
         except SandboxError as err:
             raise SubmissionError(str(err)) from None
         if header.get("kind") == "error":
@@ -207,7 +212,7 @@ class SealedAgent:
 
     def _ask(self, method: str, *args: Any) -> dict[str, Any]:
         try:
-            header, self._payload = self._box.request((method, args), method)
+            header, self._payload = self.sandbox.request((method, args), method)
         except SandboxError as err:
             raise SubmissionError(str(err)) from None
         if header.get("kind") == "error":
@@ -265,7 +270,7 @@ class SealedAgent:
 
     def close(self) -> None:
         """End its process tree; what it wrote to stdout and stderr goes, capped, to stderr."""
-        box = getattr(self, "_box", None)
+        box = getattr(self, "sandbox", None)
         if box is None:
             return
         box.close()
