@@ -46,7 +46,6 @@ import functools
 import json
 import os
 import pickle
-import random
 import selectors
 import shutil
 import signal
@@ -197,29 +196,6 @@ def weakest(ran: list[str | None], limits: Limits | None = None) -> str:
     return next((r for r in known if is_unsealed(r)), known[0] if known else isolation(limits))
 
 
-class _Output:
-    """The first and last ``keep`` bytes of a stream, and how many there were in all."""
-
-    def __init__(self, keep: int) -> None:
-        self.keep, self.head, self.tail, self.total = keep, bytearray(), bytearray(), 0
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.keep - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if self.keep and data:
-            self.tail = (self.tail + data)[-self.keep:]
-
-    def text(self) -> str:
-        """The kept output, with a line saying how much was dropped in between."""
-        dropped = self.total - len(self.head) - len(self.tail)
-        mid = f"\n[... {dropped} bytes dropped ...]\n" if dropped > 0 else ""
-        return (bytes(self.head).decode(errors="replace") + mid
-                + bytes(self.tail).decode(errors="replace"))
-
-
 # The sandbox ------------------------------------------------------------------------------------
 class Sandbox:
     """A fresh process running ``entry(channel, setup)``, sealed where possible (module doc).
@@ -250,7 +226,7 @@ class Sandbox:
             mode = _seal_mode() if limits.isolate else _Mode("off", "--no-isolation")
         self.limits, self._mode, self.sealed = limits, mode, mode.name != "off"
         self.isolation = _describe(mode)
-        self.output = _Output(limits.output_kib * 1024)
+        self.output = sandbox_linux.Output(limits.output_kib * 1024)
         self._deadline = time.monotonic() + limits.unit_s
         self._seq = 0
         self._buf = bytearray()
@@ -261,6 +237,7 @@ class Sandbox:
         self._scratch: str | None = None
         self._cgroup: Path | None = None
         self._init: int | None = None  # host pid of the PID namespace's first process
+        self._app: int | None = None  # host pid of the process running entry (sealed)
         self._status_r: int | None = None
         self._watch: threading.Thread | None = None
         ours, theirs = socket.socketpair()
@@ -268,12 +245,14 @@ class Sandbox:
         keep: list[int] = []
         try:
             cmd, env, keep = self._command(theirs.fileno(), read_only, files or {})
-            self._cgroup = self._make_cgroup() if self.sealed else None
-            join = None if self._cgroup is None else functools.partial(_join_cgroup,
-                                                                       self._cgroup)
-            self._proc = subprocess.Popen(
-                cmd, pass_fds=[theirs.fileno(), *keep], stdin=subprocess.DEVNULL, stdout=out_w,
-                stderr=out_w, env=env, start_new_session=True, preexec_fn=join)
+            self._cgroup = sandbox_linux.make_cgroup(limits.memory_mb, limits.max_procs)
+            try:
+                self._proc = self._popen(cmd, env, [theirs.fileno(), *keep], out_w)
+            except subprocess.SubprocessError:  # it could not join its cgroup: poll instead
+                if self._cgroup is not None:
+                    sandbox_linux.remove_cgroup(self._cgroup)
+                    self._cgroup = None
+                self._proc = self._popen(cmd, env, [theirs.fileno(), *keep], out_w)
         except OSError as err:
             os.close(out_r)
             ours.close()
@@ -305,6 +284,13 @@ class Sandbox:
         return self._init
 
     # Launching ----------------------------------------------------------------------------------
+    def _popen(self, cmd: list[str], env: dict[str, str], fds: list[int], out: int
+               ) -> subprocess.Popen:
+        join = (None if self._cgroup is None
+                else functools.partial(sandbox_linux.join_cgroup, self._cgroup))
+        return subprocess.Popen(cmd, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=out, env=env, start_new_session=True, preexec_fn=join)
+
     def _command(self, fd: int, read_only: tuple[str, ...], files: dict[str, bytes]
                  ) -> tuple[list[str], dict[str, str], list[int]]:
         lim = self.limits
@@ -428,25 +414,6 @@ class Sandbox:
             self.close()
             raise SandboxError(f"the sandbox did not start: {last[0][:300]}") from None
 
-    def _make_cgroup(self) -> Path | None:
-        parent = sandbox_linux.cgroup_parent()
-        if parent is None:
-            return None
-        path = parent / f"tsg-sandbox-{os.getpid()}-{random.randrange(2**32):08x}"
-        try:
-            path.mkdir()
-            if self.limits.memory_mb is not None:
-                (path / "memory.max").write_text(str(self.limits.memory_mb * 2**20))
-                (path / "memory.swap.max").write_text("0")
-            (path / "pids.max").write_text(str(self.limits.max_procs))
-        except OSError:
-            try:
-                path.rmdir()
-            except OSError:
-                pass
-            return None
-        return path
-
     # The tree -----------------------------------------------------------------------------------
     def _root(self) -> int:
         return self._init if self._init is not None else self._proc.pid
@@ -455,8 +422,10 @@ class Sandbox:
         """The host pid of the process running ``entry`` (the namespace's second process)."""
         if self._init is None:
             return self._proc.pid
-        kids, _ = sandbox_linux.children(self._init)
-        return min(kids) if kids else None
+        if self._app is None:  # its first child, before any orphan could join it
+            kids, _ = sandbox_linux.children(self._init)
+            self._app = min(kids) if kids else None
+        return self._app
 
     def usage(self) -> tuple[int, int, int]:
         """The tree's memory now (bytes, as the limit counts it), its processes and tasks."""
@@ -572,7 +541,7 @@ class Sandbox:
         if self._proc.poll() is not None:
             return True
         main = self._main_pid()
-        return main is None or sandbox_linux.state(main) in ("", "Z", "X")
+        return main is not None and sandbox_linux.state(main) in ("", "Z", "X")
 
     def _send(self, obj: Any, what: str) -> None:
         self._seq += 1
@@ -616,6 +585,7 @@ class Sandbox:
         end, which, limit = self._limit(timeout)
         want: int | None = None
         n_head = 0
+        ended = False  # the process is gone: what it sent is all there will be
         sel = self._selector(selectors.EVENT_READ)
         try:
             while True:
@@ -627,6 +597,8 @@ class Sandbox:
                     want = FRAME.size + n_head + n_body
                 if want is not None and len(self._buf) >= want:
                     break
+                if ended:
+                    raise self._ended(what)
                 left = end - time.monotonic()
                 if left <= 0:
                     self._fail(self._late(what, which, limit, len(self._buf), want))
@@ -643,8 +615,7 @@ class Sandbox:
                         chunk = b""
                     eof = eof or not chunk
                     self._buf += chunk
-                if eof or (self._gone() and not _readable(self._sock)):
-                    raise self._ended(what)
+                ended = eof or (self._gone() and not _readable(self._sock))
         finally:
             sel.close()
         frame = bytes(self._buf[:want])
@@ -683,7 +654,7 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             code = None
         killed = self._killed
-        oom = self._cgroup_oom()
+        oom = self._cgroup is not None and sandbox_linux.cgroup_oom(self._cgroup)
         self.close()
         if killed is not None:
             return SandboxError(f"the submission's process was killed during {what}: {killed}")
@@ -701,15 +672,6 @@ class Sandbox:
         last = [x for x in self.output.text().strip().splitlines() if x.strip()][-1:]
         tail = f"; last output: {last[0][:300]}" if last and self._seq <= 1 else ""
         return SandboxError(f"the submission's process ended during {what} ({how}){tail}")
-
-    def _cgroup_oom(self) -> bool:
-        if self._cgroup is None:
-            return False
-        try:
-            events = (self._cgroup / "memory.events").read_text().split()
-            return int(events[events.index("oom_kill") + 1]) > 0
-        except (OSError, ValueError, IndexError):
-            return False
 
     # Closing ------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -754,10 +716,8 @@ class Sandbox:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
         if self._cgroup is not None:
-            try:
-                self._cgroup.rmdir()
-            except OSError:
-                pass
+            sandbox_linux.remove_cgroup(self._cgroup)
+            self._cgroup = None
 
 
 def _readable(sock: socket.socket) -> bool:
@@ -774,12 +734,6 @@ def _signal_name(code: int) -> str:
         return signal.Signals(code).name
     except ValueError:
         return f"signal {code}"
-
-
-def _join_cgroup(path: Path) -> None:  # pragma: no cover - runs between fork and exec
-    fd = os.open(path / "cgroup.procs", os.O_WRONLY)
-    os.write(fd, b"0")
-    os.close(fd)
 
 
 def _packages() -> list[Any]:

@@ -15,10 +15,16 @@ import shutil
 import stat
 import struct
 import tempfile
+import time
 from pathlib import Path
 
 __all__ = [
     "UID_BASE",
+    "Output",
+    "cgroup_oom",
+    "join_cgroup",
+    "make_cgroup",
+    "remove_cgroup",
     "cgroup_parent",
     "children",
     "claim_uid",
@@ -244,6 +250,78 @@ def folder_bytes(path: str) -> int:
             except OSError:
                 pass
     return total
+
+
+def make_cgroup(memory_mb: int | None, max_procs: int) -> Path | None:
+    """A new cgroup for one tree under :func:`cgroup_parent`, with its limits; None: none here."""
+    parent = cgroup_parent()
+    if parent is None:
+        return None
+    path = parent / f"tsg-sandbox-{os.getpid()}-{random.randrange(2**32):08x}"
+    try:
+        path.mkdir()
+        if memory_mb is not None:
+            (path / "memory.max").write_text(str(memory_mb * 2**20))
+            (path / "memory.swap.max").write_text("0")
+        (path / "pids.max").write_text(str(max_procs))
+        (path / "memory.oom.group").write_text("1")  # an OOM kill takes the whole tree
+    except OSError:
+        remove_cgroup(path)
+        return None
+    return path
+
+
+def join_cgroup(path: Path) -> None:  # pragma: no cover - runs between fork and exec
+    """Move the calling process into the cgroup ``path``."""
+    fd = os.open(path / "cgroup.procs", os.O_WRONLY)
+    os.write(fd, b"0")
+    os.close(fd)
+
+
+def cgroup_oom(path: Path) -> bool:
+    """Whether the kernel killed something in the cgroup for want of memory."""
+    try:
+        events = (path / "memory.events").read_text().split()
+        return int(events[events.index("oom_kill") + 1]) > 0
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def remove_cgroup(path: Path) -> None:
+    """Remove the cgroup once its last process has exited (waits up to 2 s)."""
+    for _ in range(100):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)
+
+
+class Output:
+    """The first and last ``keep`` bytes of a stream, and how many there were in all."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep, self.head, self.tail, self.total = keep, bytearray(), bytearray(), 0
+
+    def feed(self, data: bytes) -> None:
+        """Take ``data``, the next bytes of the stream."""
+        self.total += len(data)
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if self.keep and data:
+            self.tail = (self.tail + data)[-self.keep:]
+
+    def text(self) -> str:
+        """The kept output, with a line saying how much was dropped in between."""
+        dropped = self.total - len(self.head) - len(self.tail)
+        mid = f"\n[... {dropped} bytes dropped ...]\n" if dropped > 0 else ""
+        return (bytes(self.head).decode(errors="replace") + mid
+                + bytes(self.tail).decode(errors="replace"))
+
 
 
 # Paths ------------------------------------------------------------------------------------------
