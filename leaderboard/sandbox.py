@@ -240,6 +240,7 @@ class Sandbox:
         self._app: int | None = None  # host pid of the process running entry (sealed)
         self._status_r: int | None = None
         self._watch: threading.Thread | None = None
+        self._sel: selectors.BaseSelector | None = None
         ours, theirs = socket.socketpair()
         out_r, out_w = os.pipe()
         keep: list[int] = []
@@ -266,6 +267,7 @@ class Sandbox:
         self._sock, self._out = ours, out_r
         self._sock.setblocking(False)
         os.set_blocking(out_r, False)
+        self._sel = self._selector(selectors.EVENT_READ)
         if self.sealed:
             self._init = self._wait_init()
         if self._cgroup is None and (limits.memory_mb is not None or not self.sealed):
@@ -509,6 +511,8 @@ class Sandbox:
                 return
             if not chunk:
                 self._out_done = True
+                if self._sel is not None:
+                    self._sel.unregister(self._out)
                 return
             self.output.feed(chunk)
 
@@ -548,26 +552,29 @@ class Sandbox:
         body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         data = memoryview(FRAME.pack(self._seq, len(body), 0) + body)
         end, which, limit = self._limit(None)
-        sel = self._selector(selectors.EVENT_WRITE)
+        sel: selectors.BaseSelector | None = None
         try:
             while data:
+                try:
+                    data = data[self._sock.send(data):]
+                    continue
+                except BlockingIOError:  # its socket buffer is full: wait until it reads
+                    pass
+                except OSError:
+                    raise self._ended(what) from None
                 left = end - time.monotonic()
                 if left <= 0:
                     self._fail(self._late(what, which, limit, 0, None))
+                if sel is None:
+                    sel = self._selector(selectors.EVENT_WRITE)
                 for k, _ in sel.select(min(left, POLL_S)):
                     if k.data == "out":
                         self._drain()
-                        continue
-                    try:
-                        data = data[self._sock.send(data):]
-                    except BlockingIOError:
-                        pass
-                    except OSError:
-                        raise self._ended(what) from None
-                if data and self._gone():
+                if self._gone():
                     raise self._ended(what)
         finally:
-            sel.close()
+            if sel is not None:
+                sel.close()
 
     def receive(self, what: str, timeout: float | None = None) -> tuple[dict[str, Any], bytes]:
         """The process's next reply: its JSON header (a dict) and raw payload.
@@ -586,38 +593,37 @@ class Sandbox:
         want: int | None = None
         n_head = 0
         ended = False  # the process is gone: what it sent is all there will be
-        sel = self._selector(selectors.EVENT_READ)
-        try:
-            while True:
-                if want is None and len(self._buf) >= FRAME.size:
-                    _, n_head, n_body = FRAME.unpack_from(self._buf)
-                    if n_head > MAX_HEADER_BYTES or n_head + n_body > MAX_REPLY_BYTES:
-                        self._fail(f"{what}: reply of {n_head + n_body} bytes exceeds the "
-                                   f"{MAX_REPLY_BYTES // 2**20} MiB limit")
-                    want = FRAME.size + n_head + n_body
-                if want is not None and len(self._buf) >= want:
-                    break
-                if ended:
-                    raise self._ended(what)
-                left = end - time.monotonic()
-                if left <= 0:
-                    self._fail(self._late(what, which, limit, len(self._buf), want))
-                eof = False
-                for k, _ in sel.select(min(left, POLL_S)):
-                    if k.data == "out":
-                        self._drain()
-                        continue
-                    try:
-                        chunk = self._sock.recv(min(2**20, (want or FRAME.size) - len(self._buf)))
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        chunk = b""
-                    eof = eof or not chunk
-                    self._buf += chunk
-                ended = eof or (self._gone() and not _readable(self._sock))
-        finally:
-            sel.close()
+        while True:
+            if want is None and len(self._buf) >= FRAME.size:
+                _, n_head, n_body = FRAME.unpack_from(self._buf)
+                if n_head > MAX_HEADER_BYTES or n_head + n_body > MAX_REPLY_BYTES:
+                    self._fail(f"{what}: reply of {n_head + n_body} bytes exceeds the "
+                               f"{MAX_REPLY_BYTES // 2**20} MiB limit")
+                want = FRAME.size + n_head + n_body
+            if want is not None and len(self._buf) >= want:
+                break
+            if ended:
+                raise self._ended(what)
+            try:  # what has arrived (more than this frame is kept for the next one)
+                chunk = self._sock.recv(min(2**20, max(2**16, (want or 0) - len(self._buf))))
+            except BlockingIOError:
+                chunk = None
+            except OSError:
+                chunk = b""
+            if chunk is not None:
+                self._buf += chunk
+                ended = not chunk  # the end of the stream
+                continue
+            left = end - time.monotonic()
+            if left <= 0:
+                self._fail(self._late(what, which, limit, len(self._buf), want))
+            assert self._sel is not None
+            events = self._sel.select(min(left, POLL_S))
+            for k, _ in events:
+                if k.data == "out":
+                    self._drain()
+            if not events:  # quiet for a while: is it still there?
+                ended = self._gone() and not _readable(self._sock)
         frame = bytes(self._buf[:want])
         del self._buf[:want]
         seq = FRAME.unpack_from(frame)[0]
@@ -695,6 +701,8 @@ class Sandbox:
         if self._watch is not None and self._watch is not threading.current_thread():
             self._watch.join(timeout=5.0)
         self._drain()
+        if self._sel is not None:
+            self._sel.close()
         for fd in (self._out, self._status_r):
             if fd is not None:
                 try:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 __all__ = [
+    "LOCKS",
     "UID_BASE",
     "Output",
     "cgroup_oom",
@@ -44,7 +45,9 @@ __all__ = [
 
 #: As root, each sealed tree runs as its own user id, drawn from [UID_BASE, UID_BASE + 2**20).
 UID_BASE = 2_000_000_000
-_LOCKS = Path("/run/tsg-sandbox") if os.geteuid() == 0 else Path(tempfile.gettempdir())
+#: Where the user-id locks live (one file per id in use; the lock dies with its holder).
+LOCKS = (Path("/run/tsg-sandbox") if os.access("/run", os.W_OK)
+         else Path(tempfile.gettempdir()) / "tsg-sandbox-locks")
 
 # Seccomp ----------------------------------------------------------------------------------------
 #: Per machine: audit architecture; the refused system calls: unshare, setns, mount, umount2,
@@ -198,10 +201,10 @@ def claim_uid() -> tuple[int, int]:
 
     The lock (``flock``) is released when the descriptor is closed or its holder dies.
     """
-    _LOCKS.mkdir(mode=0o700, exist_ok=True)
+    LOCKS.mkdir(mode=0o700, exist_ok=True)
     for _ in range(100):
         uid = UID_BASE + random.randrange(2**20)
-        fd = os.open(_LOCKS / f"uid-{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        fd = os.open(LOCKS / f"uid-{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
