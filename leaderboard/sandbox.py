@@ -719,7 +719,7 @@ class Sandbox:
                     break
                 time.sleep(0.02)
         if self._lock_fd is not None:
-            os.close(self._lock_fd)
+            sandbox_linux.release_uid(self._uid, self._lock_fd)
             self._lock_fd = None
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)

@@ -25,6 +25,7 @@ __all__ = [
     "cgroup_oom",
     "join_cgroup",
     "make_cgroup",
+    "release_uid",
     "remove_cgroup",
     "cgroup_parent",
     "children",
@@ -214,6 +215,16 @@ def claim_uid() -> tuple[int, int]:
             return uid, fd
         os.close(fd)
     raise OSError("no free user id for the sandbox")
+
+
+def release_uid(uid: int | None, fd: int) -> None:
+    """Give back a user id of :func:`claim_uid` (its lock file removed, then unlocked)."""
+    if uid is not None:
+        try:
+            os.unlink(LOCKS / f"uid-{uid}.lock")
+        except OSError:
+            pass
+    os.close(fd)
 
 
 def cgroup_parent() -> Path | None:
