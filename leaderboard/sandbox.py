@@ -254,7 +254,7 @@ class Sandbox:
                     sandbox_linux.remove_cgroup(self._cgroup)
                     self._cgroup = None
                 self._proc = self._popen(cmd, env, [theirs.fileno(), *keep], out_w)
-        except OSError as err:
+        except (OSError, SandboxError) as err:
             os.close(out_r)
             ours.close()
             self._release()
@@ -317,10 +317,7 @@ class Sandbox:
                 "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent",
                 "--new-session", "--cap-drop", "ALL"]
         if self._mode.name == "root":  # bubblewrap keeps them for the child to drop itself
-            try:
-                self._uid, self._lock_fd = sandbox_linux.claim_uid()
-            except OSError as err:
-                raise SandboxError(str(err)) from None
+            self._uid, self._lock_fd = sandbox_linux.claim_uid()
             cfg["uid"] = self._uid
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add",
                      "CAP_SETPCAP"]
@@ -364,6 +361,10 @@ class Sandbox:
                 closed = sandbox_linux.first_closed(p)
                 if closed is not None and not any(under(closed, t) for t in scratch):
                     hidden.add(closed)  # hidden, and p bound back below it
+            for path in files:  # copied in below the first folder its user could not enter
+                closed = sandbox_linux.first_closed(os.path.dirname(os.path.abspath(path)))
+                if closed is not None and not any(under(closed, t) for t in scratch):
+                    hidden.add(closed)
         for h in sorted(hidden, key=len):
             args += ["--perms", "0755", "--size", "65536", "--tmpfs", h]
         for t in scratch:
@@ -410,7 +411,10 @@ class Sandbox:
         try:
             return int(json.loads(buf.split(b"\n")[0])["child-pid"])
         except (ValueError, KeyError, TypeError):
-            self._proc.wait(timeout=5.0) if self._proc.poll() is None else None
+            try:
+                self._proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                pass
             self._drain()
             last = self.output.text().strip().splitlines()[-1:] or ["no output"]
             self.close()

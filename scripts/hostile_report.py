@@ -11,6 +11,10 @@ line: the row (status, error, the attack's own DESCRIPTION), the evaluator's fat
 time, processes left behind, files written outside, what was left in /dev/shm and the size of
 the evaluator's log. Run it as root with bubblewrap installed (as CI runs the hostile tier).
 
+The committed ``results/hostile/before-bc01ccf.jsonl`` (the code before the sealed sandbox,
+commit bc01ccf) and ``results/hostile/after.jsonl`` (this code) came from this script, as root on
+a shared 2-core machine with bubblewrap 0.8.0.
+
 Safe by construction: every attack aims at its own evaluator only, sizes are small, and only
 processes carrying this run's marker or canary are killed afterwards (others are reported).
 """
