@@ -133,7 +133,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     sources = args.attacker if attacker else args.agent
     try:
         limits = Limits(call_s=args.call_timeout, unit_s=args.unit_timeout,
-                        memory_mb=args.memory_mb or None, isolate=not args.no_isolation)
+                        memory_mb=args.memory_mb or None, isolate=not args.no_isolation,
+                        max_procs=args.max_procs, scratch_mb=args.scratch_mb)
         run = Execution(workers=args.workers, backend=args.backend, address=args.address,
                         progress=not args.no_progress, limits=limits, reps=args.reps)
     except ValueError as err:
@@ -344,8 +345,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds the submission's process may take per unit, make_agent "
                     "(training) included (default %(default)g)")
     ev.add_argument("--memory-mb", type=cli_int(0), default=Limits.memory_mb, metavar="MIB",
-                    help="address-space limit of the submission's process (default "
-                    "%(default)s; 0: none)")
+                    help="memory of the submission's whole process tree, /tmp and /dev/shm "
+                    "included (default %(default)s; 0: none)")
+    ev.add_argument("--max-procs", type=cli_int(8), default=Limits.max_procs, metavar="N",
+                    help="processes and threads the submission's tree may hold (default "
+                    "%(default)s)")
+    ev.add_argument("--scratch-mb", type=cli_int(1), default=Limits.scratch_mb, metavar="MIB",
+                    help="size of the submission's private /tmp and /dev/shm, each (default "
+                    "%(default)s)")
     ev.add_argument("--backend", choices=BACKENDS, default="local",
                     help="local processes (--workers) or one Ray task per unit (default "
                     "%(default)s)")
@@ -353,8 +360,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="Ray cluster address for --backend ray (default: start a local Ray "
                     "with --workers CPUs)")
     ev.add_argument("--no-isolation", action="store_true",
-                    help="do not run the submission's process under bubblewrap (the result "
-                    "records isolation as off)")
+                    help="do not seal the submission's process tree with bubblewrap (the "
+                    "result records it as unsealed; it never ranks on the hard track)")
     ev.add_argument("--name", default=None, help="row label (default: NAME or the file stem)")
     ev.add_argument("--force", action="store_true", help="replace a different existing result")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")

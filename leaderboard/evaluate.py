@@ -35,6 +35,7 @@ import gymnasium as gym
 import tsg_envs  # noqa: F401  (registers the ids)
 from leaderboard.aggregate import aggregate_units
 from leaderboard.runner import Execution
+from leaderboard.sandbox import is_unsealed, weakest
 from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
 from leaderboard.sealed import Limits, SealedAgent, isolation
 from leaderboard.submission import (
@@ -222,7 +223,8 @@ def _evaluate_unit(
         unit["risk"] = None
         tick(per_seed * n_seeds - done_ticks)
         timing["total_s"] = time.perf_counter() - t_unit
-        return {"unit": unit, "timing": timing, "slack_guided": "not run", "description": ""}
+        return {"unit": unit, "timing": timing, "slack_guided": "not run", "description": "",
+                "isolation": weakest(ran, limits)}
 
     env = make_unit_env(env_id, instance_seed, kwargs)
     unit["n_passengers"] = int(env.unwrapped.game.n_passengers)
@@ -234,6 +236,7 @@ def _evaluate_unit(
     risks: list[dict[str, Any]] = []
     sg_status = "not run"
     description = ""
+    ran: list[str] = []  # how each of its sandboxes ran
     for k, train_seed in enumerate(train_seeds):
         one = spec if train_seed is None else dataclasses.replace(spec, train_seed=train_seed)
         tag = "" if train_seed is None else f", train seed {train_seed}"
@@ -244,6 +247,7 @@ def _evaluate_unit(
             proxy = SealedAgent(one, env_id, int(instance_seed), kwargs,
                                 suite.train_gradient_steps, limits, record=record)
             proxies.append(proxy)
+            ran.append(proxy.isolation)
             return proxy
 
         try:
@@ -306,7 +310,7 @@ def _evaluate_unit(
     unit["lp_risk"] = float(lp_report.risk)
     timing["total_s"] = time.perf_counter() - t_unit
     return {"unit": unit, "timing": timing, "slack_guided": sg_status,
-            "description": description}
+            "description": description, "isolation": weakest(ran, limits)}
 
 
 def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int, Limits]) -> dict[str, Any]:
@@ -398,6 +402,7 @@ def evaluate_submission(
         )
         bar.close()
         doc["units"] = [o["unit"] for o in outs]
+        how = weakest([o.get("isolation") for o in outs], limits)
         described = [o["description"] for o in outs if o.get("description")]
         if spec.is_file and described:
             doc["submission"]["description"] = described[0]
@@ -417,10 +422,13 @@ def evaluate_submission(
             doc["error"] = f"{first['error']}{more}"
         else:
             doc["aggregate"] = aggregate_units(doc["units"], reps=run.reps)
+        doc["provenance"] = {**provenance(), "isolation": how}  # the track reads it
+        if not failed:
             doc["track"], doc["notes"] = _track(doc)
 
     doc["metrics_digest"] = metrics_digest(doc)
-    doc["provenance"] = {**provenance(), "isolation": isolation(limits)}
+    doc["provenance"] = doc.pop("provenance", None) or {**provenance(),
+                                                        "isolation": isolation(limits)}
     doc["timing"] = {"wall_time_s": time.perf_counter() - t_start, "units": timings}
     return doc
 
@@ -444,6 +452,11 @@ def _track(doc: dict[str, Any]) -> tuple[str, list[str]]:
             f"worst-case risk exceeds the bound: risk / bound up to {risk['max_over_bound']:.4f} "
             f"(the probe's made-up states include infeasible proposals)"
         )
+    how = doc.get("provenance", {}).get("isolation")
+    if is_unsealed(how):
+        hard = False
+        notes.append(f"unsealed: the submission ran without the sandbox ({how}); an unsealed "
+                     "row never ranks on the hard track")
     if agg["ratio_vs_slack_guided"] is None:
         notes.append(f"ratio vs slack-guided unavailable ({doc['references']['slack_guided']})")
     return ("hard" if hard else "open"), notes

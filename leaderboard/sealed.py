@@ -1,126 +1,59 @@
-"""Sealed evaluation: a submission's code runs in its own spawned process, never the evaluator's.
+"""Sealed evaluation: a submission's code runs in its own sandboxed process, never the evaluator's.
 
-:class:`SealedAgent` starts a fresh Python process (``python -c ...``, so nothing of
-the evaluator's memory is inherited) that imports the submission, builds **its own** copy of the
-unit's environment, calls ``make_agent`` on it and then answers ``act`` / ``act_batch`` / ``reset``
-requests over a socket. The evaluator keeps its environments, references, risk probe, caches and
-track decision to itself: the submission sees copies of observations and infos, and whatever it
-changes (its environment, the library's functions, global state) stays in its process.
+:class:`SealedAgent` (a defender) and :class:`SealedAttacker` are thin role wrappers over
+:class:`leaderboard.sandbox.Sandbox`: a fresh process (nothing of the evaluator's memory is
+inherited) imports the submission, builds **its own** copy of the unit's environment, calls
+``make_agent`` (or ``make_attacker``) on it and then answers ``act`` / ``act_batch`` / ``reset``
+requests. The evaluator keeps its environments, references, risk probe, caches and track decision
+to itself: the submission sees copies of observations and infos, and whatever it changes (its
+environment, the library's functions, global state) stays in its process.
 
-Replies are never unpickled: the child sends a small JSON header and the raw float64 bytes of
-the action, so a reply cannot run code in the evaluator. Every request has a time limit
-(:class:`Limits`), the whole unit another, and the process a memory limit (``RLIMIT_AS``); a
-hang, ``os._exit``, a signal, ``BaseException``, exhausted memory or a malformed reply becomes a
-:class:`~leaderboard.submission.SubmissionError` naming what happened, and the process is killed.
-
-Where bubblewrap (``bwrap``) is installed and permitted, the process runs inside it: the whole
-file system read-only but a private ``/tmp``, no network (:func:`isolation` says which; every
-result records it).
+Replies are never unpickled: the process sends a small JSON header and the raw float64 bytes of
+the action. Every request has a time limit (:class:`~leaderboard.sandbox.Limits`), the whole
+unit another, and the whole process tree limits on memory, processes and output; a hang,
+``os._exit``, a signal, ``BaseException``, exhausted memory, a stopped process or a malformed,
+partial or oversized reply becomes a :class:`~leaderboard.submission.SubmissionError` naming what
+happened, and the tree is killed. Where bubblewrap works (as root too), the tree is sealed (see
+:mod:`leaderboard.sandbox`; :func:`isolation` says how, and every result records it).
 """
 
 from __future__ import annotations
 
-import functools
-import json
+import dataclasses
 import os
-import shutil
-import socket
-import struct
-import subprocess
+import stat
 import sys
-import tempfile
-import time
-from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
-from leaderboard.submission import SubmissionError, SubmissionSpec, describe_exception
+from leaderboard.sandbox import MAX_REPLY_BYTES, Limits, Sandbox, SandboxError, isolation
+from leaderboard.submission import (
+    SubmissionError,
+    SubmissionSpec,
+    checkpoint_path,
+    describe_exception,
+)
 
-__all__ = ["Limits", "SealedAgent", "SealedAttacker", "isolation"]
+__all__ = ["MAX_REPLY_BYTES", "Limits", "SealedAgent", "SealedAttacker", "isolation", "serve"]
 
-#: bubblewrap's arguments: the whole file system read-only (a private temporary folder is bound
-#: writable per process), no network, and the process killed with its parent.
-BWRAP_ARGS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
-              "--die-with-parent", "--new-session")
-
-_HEADER = struct.Struct("<I")
-#: The child's command line (``python -c``; ``-m leaderboard.sealed`` would import the module
-#: twice, once through the package).
-_CHILD = "import sys; from leaderboard.sealed import main; raise SystemExit(main(sys.argv[1:]))"
-#: Largest reply accepted (bytes): a batch of actions is far smaller.
-MAX_REPLY_BYTES = 64 * 2**20
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of a submission's process.
-
-    Attributes:
-        call_s: Seconds one ``act`` / ``act_batch`` / ``reset`` request may take.
-        unit_s: Seconds the whole unit may take in the submission's process, ``make_agent``
-            (which may train) included.
-        memory_mb: Address-space limit of the process (``RLIMIT_AS``), MiB; None: none.
-        isolate: Run the process under bubblewrap where it works (:func:`isolation`).
-    """
-
-    call_s: float = 60.0
-    unit_s: float = 4 * 3600.0
-    memory_mb: int | None = 16_384
-    isolate: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.call_s > 0 or not self.unit_s > 0:
-            raise ValueError(f"time limits must be > 0, got {self.call_s}, {self.unit_s}")
-        if self.memory_mb is not None and self.memory_mb < 64:
-            raise ValueError(f"memory_mb must be >= 64 or None, got {self.memory_mb}")
+#: The entry point the sandboxed process runs (:func:`serve`).
+ENTRY = "leaderboard.sealed:serve"
+#: Largest submission file read (bytes).
+MAX_SOURCE_BYTES = 16 * 2**20
 
 
-@functools.cache
-def _bwrap() -> tuple[str, ...] | None:
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return None
-    cmd = (exe, *BWRAP_ARGS)
-    try:
-        subprocess.run([*cmd, "--", sys.executable, "-c", "pass"], check=True, timeout=30,
-                       capture_output=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return cmd
-
-
-def isolation(limits: Limits | None = None) -> str:
-    """How submissions' processes are isolated here: the result's ``provenance.isolation``."""
-    if limits is not None and not limits.isolate:
-        return "off (--no-isolation)"
-    if _bwrap() is None:
-        why = "not installed" if shutil.which("bwrap") is None else "not permitted here"
-        return f"off (bubblewrap {why})"
-    return "bwrap: read-only file system but a private temporary folder, no network"
-
-
-def _send(conn: Any, header: dict[str, Any], payload: bytes = b"") -> None:
-    blob = json.dumps(header).encode()
-    conn.send_bytes(_HEADER.pack(len(blob)) + blob + payload)
-
-
-def _serve(conn: Any, spec: SubmissionSpec, env_id: str, instance_seed: int,
-           env_kwargs: dict[str, Any], train_gradient_steps: int,
-           memory_mb: int | None, role: str = "defender") -> None:  # pragma: no cover - child
+def serve(channel: Any, setup: tuple[Any, ...]) -> None:  # pragma: no cover - sandboxed side
     """The submission's process: load, build the agent on its own env, answer requests.
 
+    ``setup`` is ``(spec, env_id, instance_seed, env_kwargs, train_gradient_steps, role)``;
     ``role`` is ``"defender"`` (``make_agent``; ``act`` answers an allocation, sent as raw
     float64 bytes) or ``"attacker"`` (``make_attacker`` on an ``AttackerEnv`` of the unit;
     ``act`` answers one integer, sent in the JSON header).
     """
+    spec, env_id, instance_seed, env_kwargs, train_gradient_steps, role = setup
+    factory = "make_attacker" if role == "attacker" else "make_agent"
     try:
-        if memory_mb is not None:
-            import resource
-
-            limit = int(memory_mb) * 2**20
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         if role == "attacker":
             from leaderboard.units import attacker_unit_env, load_attacker
 
@@ -132,52 +65,50 @@ def _serve(conn: Any, spec: SubmissionSpec, env_id: str, instance_seed: int,
 
             sub = load_submission(spec)
             env = make_unit_env(env_id, instance_seed, env_kwargs)
-        factory = "make_attacker" if role == "attacker" else "make_agent"
         try:
             agent = sub.make_agent(env, env_id=env_id, instance_seed=instance_seed,
                                    env_kwargs=env_kwargs,
                                    train_gradient_steps=train_gradient_steps)
         except BaseException as err:  # noqa: BLE001 - every failure becomes a reason
-            _send(conn, {"kind": "error", "reason": describe_exception(f"{factory} raised", err)})
+            channel.reply({"kind": "error",
+                           "reason": describe_exception(f"{factory} raised", err)})
             return
         if not callable(getattr(agent, "act", None)):
-            _send(conn, {"kind": "error", "reason": f"{factory} returned "
-                         f"{type(agent).__name__}, which has no act(obs, info)"})
+            channel.reply({"kind": "error", "reason": f"{factory} returned "
+                           f"{type(agent).__name__}, which has no act(obs, info)"})
             return
-        _send(conn, {"kind": "ready", "act_batch": callable(getattr(agent, "act_batch", None)),
-                     "reset": callable(getattr(agent, "reset", None)),
-                     "description": str(sub.description)})
+        channel.reply({"kind": "ready", "act_batch": callable(getattr(agent, "act_batch", None)),
+                       "reset": callable(getattr(agent, "reset", None)),
+                       "description": str(sub.description)[:2000]})
     except SubmissionError as err:
-        _send(conn, {"kind": "error", "reason": str(err)})
+        channel.reply({"kind": "error", "reason": str(err)})
         return
     except BaseException as err:  # noqa: BLE001
-        _send(conn, {"kind": "error", "reason": describe_exception("set-up failed", err)})
+        channel.reply({"kind": "error", "reason": describe_exception("set-up failed", err)})
         return
     while True:
-        try:
-            method, args = conn.recv()
-        except (EOFError, OSError):
+        request = channel.recv()
+        if request is None:
             return
-        if method == "close":
-            return
+        method, args = request
         try:
             out = getattr(agent, method)(*args)
         except BaseException as err:  # noqa: BLE001
-            _send(conn, {"kind": "error", "reason": describe_exception(f"{method} raised", err)})
+            channel.reply({"kind": "error",
+                           "reason": describe_exception(f"{method} raised", err)})
             continue
         if method == "reset":
-            _send(conn, {"kind": "ok", "shape": None})
-            continue
-        if role == "attacker":
-            _send(conn, _integer_reply(method, out))
-            continue
-        try:
-            a = np.ascontiguousarray(np.asarray(out, dtype=np.float64))
-        except (TypeError, ValueError):
-            _send(conn, {"kind": "error", "reason": f"{method} returned "
-                         f"{type(out).__name__}, not an array of numbers"})
-            continue
-        _send(conn, {"kind": "ok", "shape": list(a.shape)}, a.tobytes())
+            channel.reply({"kind": "ok", "shape": None})
+        elif role == "attacker":
+            channel.reply(_integer_reply(method, out))
+        else:
+            try:
+                a = np.asarray(out, dtype=np.float64)  # a 0-d answer keeps its shape ()
+            except (TypeError, ValueError):
+                channel.reply({"kind": "error", "reason": f"{method} returned "
+                               f"{type(out).__name__}, not an array of numbers"})
+                continue
+            channel.reply({"kind": "ok", "shape": list(a.shape)}, a.tobytes())
 
 
 def _integer_reply(method: str, out: Any) -> dict[str, Any]:  # pragma: no cover - child side
@@ -190,8 +121,21 @@ def _integer_reply(method: str, out: Any) -> dict[str, Any]:  # pragma: no cover
     return {"kind": "ok", "action": int(out)}
 
 
+def _read_source(path: str) -> bytes:
+    """The submission file's bytes (a regular file of at most :data:`MAX_SOURCE_BYTES`)."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
+                raise SubmissionError(f"import failed: {path} is not a regular file of at most "
+                                      f"{MAX_SOURCE_BYTES // 2**20} MiB")
+            return fh.read(MAX_SOURCE_BYTES + 1)
+    except OSError as err:
+        raise SubmissionError(f"import failed: {path}: {err.strerror}") from None
+
+
 class SealedAgent:
-    """The evaluator's proxy of an agent that lives in its own process (see the module doc).
+    """The evaluator's proxy of an agent that lives in its own sandboxed process (module doc).
 
     It has ``act(obs, info)``, and ``act_batch(obs_B, infos)`` / ``reset()`` exactly when the
     submitted agent has them. ``queries`` records the first ``record`` answered requests
@@ -203,9 +147,14 @@ class SealedAgent:
         instance_seed: The unit's instance.
         env_kwargs: The suite's ``gym.make`` kwargs.
         train_gradient_steps: The suite's training budget (learned baselines).
-        limits: Time and memory limits.
+        limits: The limits of its process tree.
         record: How many requests to record for a replay.
         role: ``"defender"`` or ``"attacker"`` (:class:`SealedAttacker`).
+
+    Attributes:
+        isolated: Whether its process runs sealed.
+        isolation: How (a result's ``provenance.isolation``).
+        sandbox: Its :class:`~leaderboard.sandbox.Sandbox`.
 
     Raises:
         SubmissionError: the submission could not be loaded or built, within the limits.
@@ -213,27 +162,35 @@ class SealedAgent:
 
     def __init__(self, spec: SubmissionSpec, env_id: str, instance_seed: int,
                  env_kwargs: dict[str, Any], train_gradient_steps: int,
-                 limits: Limits = Limits(), record: int = 0, role: str = "defender") -> None:
-        self.limits = limits
-        self._deadline = time.monotonic() + limits.unit_s
+                 limits: Limits | None = None, record: int = 0, role: str = "defender") -> None:
+        self.limits = limits = Limits() if limits is None else limits
         self._record = int(record)
         self.queries: list[tuple[str, tuple[Any, ...], np.ndarray | None]] = []
-        ours, theirs = socket.socketpair()
-        prefix = _bwrap() if limits.isolate else None
-        self.isolated = prefix is not None
-        self._tmp = tempfile.mkdtemp(prefix="tsg-submission-")
-        sandbox = [*prefix, "--bind", self._tmp, self._tmp, "--"] if prefix else []
-        cmd = [*sandbox, sys.executable, "-c", _CHILD, str(theirs.fileno())]
-        env = {**os.environ, "TMPDIR": self._tmp, "MPLCONFIGDIR": os.path.join(self._tmp, "mpl"),
-               "PYTHONDONTWRITEBYTECODE": "1"}
-        self._proc = subprocess.Popen(cmd, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                                      env=env, start_new_session=True)
-        theirs.close()
-        self._conn = Connection(ours.detach())
-        self._conn.send((spec, env_id, int(instance_seed), dict(env_kwargs),
-                         int(train_gradient_steps), limits.memory_mb, role))
+        files: dict[str, bytes] = {}
+        read_only: list[str] = []
+        if spec.is_file:
+            source = os.path.abspath(spec.source)
+            files[source] = _read_source(source)
+            read_only.append(os.path.dirname(source))  # files beside it, where others may read
+            spec = dataclasses.replace(spec, source=source)
+        elif spec.checkpoint is not None:
+            template = os.path.abspath(spec.checkpoint)
+            spec = dataclasses.replace(spec, checkpoint=template)
+            read_only.append(str(checkpoint_path(template, env_id, int(instance_seed),
+                                                 spec.train_seed)))
         factory = "make_attacker" if role == "attacker" else "make_agent"
-        header, _ = self._receive(limits.unit_s, f"loading the submission and {factory}")
+        setup = (spec, env_id, int(instance_seed), dict(env_kwargs), int(train_gradient_steps),
+                 role)
+        try:
+            self.sandbox = Sandbox(ENTRY, setup, limits, read_only=tuple(read_only), files=files)
+        except SandboxError as err:
+            raise SubmissionError(str(err)) from None
+        self.isolated, self.isolation = self.sandbox.sealed, self.sandbox.isolation
+        try:
+            header = self._receive(f"loading the submission and {factory}", limits.unit_s)
+        except SubmissionError:
+            self.close()  # nothing of it outlives a failed start
+            raise
         if header.get("kind") != "ready":
             self.close()
             raise SubmissionError("malformed reply from the submission's process")
@@ -244,72 +201,37 @@ class SealedAgent:
             self.reset = self._reset
 
     # Plumbing -----------------------------------------------------------------------------------
-    def _ended(self, what: str) -> SubmissionError:
+    def _receive(self, what: str, timeout: float | None = None) -> dict[str, Any]:
         try:
-            code = self._proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            code = None
-        self.close()
-        if code is not None and self.isolated and code > 128:
-            code = 128 - code  # bwrap reports a signal as 128 + its number
-        if code is not None and code < 0:
-            import signal
-
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            how = f"killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
-        else:
-            how = f"exit code {code}"
-        return SubmissionError(f"the submission's process ended during {what} ({how})")
-
-    def _receive(self, timeout: float, what: str) -> tuple[dict[str, Any], bytes]:
-        left = self._deadline - time.monotonic()
-        wait = max(0.0, min(timeout, left))
-        try:
-            ready = self._conn.poll(wait)
-        except (EOFError, OSError):
-            ready = True
-        if not ready:
-            self.close()
-            limit = "unit" if left <= timeout else "call"
-            return_limit = self.limits.unit_s if limit == "unit" else timeout
-            raise SubmissionError(f"{what} exceeded the {limit} time limit of {return_limit:g} s")
-        try:
-            blob = self._conn.recv_bytes(MAX_REPLY_BYTES)
-        except (EOFError, OSError):
-            raise self._ended(what) from None
-        try:
-            (n,) = _HEADER.unpack_from(blob)
-            header = json.loads(blob[_HEADER.size:_HEADER.size + n])
-            payload = blob[_HEADER.size + n:]
-            if not isinstance(header, dict):
-                raise ValueError("header is not an object")
-        except (struct.error, ValueError, UnicodeDecodeError) as err:
-            self.close()
-            raise SubmissionError(f"malformed reply from the submission's process during "
-                                  f"{what} ({err})") from None
+            header, self._payload = self.sandbox.receive(what, timeout)
+        except SandboxError as err:
+            raise SubmissionError(str(err)) from None
         if header.get("kind") == "error":
             raise SubmissionError(str(header.get("reason", "unknown error"))[:2000])
-        return header, payload
+        return header
+
+    def _ask(self, method: str, *args: Any) -> dict[str, Any]:
+        try:
+            header, self._payload = self.sandbox.request((method, args), method)
+        except SandboxError as err:
+            raise SubmissionError(str(err)) from None
+        if header.get("kind") == "error":
+            raise SubmissionError(str(header.get("reason", "unknown error"))[:2000])
+        return header
 
     def _call(self, method: str, *args: Any) -> np.ndarray | None:
-        try:
-            self._conn.send((method, args))
-        except (OSError, ValueError):
-            raise self._ended(method) from None
-        header, payload = self._receive(self.limits.call_s, method)
+        header = self._ask(method, *args)
         shape = header.get("shape")
-        if shape is None:
-            out = None
-        else:
+        out = None
+        if shape is not None:
             try:
-                out = np.frombuffer(payload, dtype=np.float64).reshape(
-                    tuple(int(s) for s in shape)).copy()
+                dims = tuple(int(s) for s in shape)
+                out = np.frombuffer(self._payload, dtype=np.float64).reshape(dims).copy()
             except (TypeError, ValueError):
+                self.close()
                 raise SubmissionError(f"malformed reply from the submission's process during "
-                                      f"{method}") from None
+                                      f"{method} (shape {str(shape)[:80]} and "
+                                      f"{len(self._payload)} bytes)") from None
         if method != "reset" and len(self.queries) < self._record:
             self.queries.append((method, args, out))
         return out
@@ -347,19 +269,18 @@ class SealedAgent:
                 )
 
     def close(self) -> None:
-        """Stop the process (asked first, then killed)."""
-        if self._proc.poll() is None:
-            try:
-                self._conn.send(("close", ()))
-            except (OSError, ValueError):
-                pass
-            try:
-                self._proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=5.0)
-        self._conn.close()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        """End its process tree; what it wrote to stdout and stderr goes, capped, to stderr."""
+        box = getattr(self, "sandbox", None)
+        if box is None:
+            return
+        box.close()
+        if box.output.total and not getattr(self, "_echoed", False):
+            self._echoed = True
+            kib = self.limits.output_kib
+            lines = box.output.text().splitlines()
+            print(f"[sandbox] output of the submission's process ({box.output.total} bytes; the "
+                  f"first and last {kib} KiB kept, every line marked):", file=sys.stderr)
+            print("\n".join(f"  | {line}" for line in lines), file=sys.stderr, flush=True)
 
 
 class SealedAttacker(SealedAgent):
@@ -371,25 +292,16 @@ class SealedAttacker(SealedAgent):
 
     def __init__(self, spec: SubmissionSpec, env_id: str, instance_seed: int,
                  env_kwargs: dict[str, Any], train_gradient_steps: int,
-                 limits: Limits = Limits()) -> None:
+                 limits: Limits | None = None) -> None:
         super().__init__(spec, env_id, instance_seed, env_kwargs, train_gradient_steps, limits,
                          role="attacker")
         if hasattr(self, "reset"):
             self.reset = self._reset_seed
 
-    def _ask(self, method: str, *args: Any) -> dict[str, Any]:
-        try:
-            self._conn.send((method, args))
-        except (OSError, ValueError):
-            raise self._ended(method) from None
-        header, _ = self._receive(self.limits.call_s, method)
-        return header
-
     def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> int:  # type: ignore[override]
         """The submitted attacker's action (copies of ``obs`` and ``info`` are sent)."""
         plain_obs = {str(k): np.array(v, copy=True) for k, v in obs.items()}
-        header = self._ask("act", plain_obs, _plain(info))
-        action = header.get("action")
+        action = self._ask("act", plain_obs, _plain(info)).get("action")
         if isinstance(action, bool) or not isinstance(action, int):
             raise SubmissionError("malformed reply from the submission's process during act")
         return action
@@ -405,17 +317,3 @@ def _plain(info: Any) -> dict[str, Any]:
         value = info[key]
         out[str(key)] = np.array(value, copy=True) if isinstance(value, np.ndarray) else value
     return out
-
-
-def main(argv: list[str] | None = None) -> int:  # pragma: no cover - the child's entry point
-    """The child's entry point: serve one submission over the socket ``FD`` (``argv[0]``)."""
-    args = sys.argv[1:] if argv is None else argv
-    conn = Connection(int(args[0]))
-    try:
-        setup = conn.recv()
-    except (EOFError, OSError):
-        return 1
-    _serve(conn, *setup)
-    return 0
-
-

@@ -122,9 +122,10 @@ FAILURES = {
     "slow_make_agent": (dict(make_extra="import time; time.sleep(60)"),
                         Limits(call_s=10.0, unit_s=5.0),
                         "exceeded the unit time limit of 5 s"),
+    # A well-framed reply (the right sequence number) whose header is not JSON.
     "malformed_reply": (dict(act_extra=(
-        "import gc, multiprocessing.connection as mc; "
-        "[c.send_bytes(b'garbage') for c in gc.get_objects() if isinstance(c, mc.Connection)]"
+        "import gc, struct; [c._sock.sendall(struct.pack('<III', c._seq, 7, 0) + b'garbage') "
+        "for c in gc.get_objects() if type(c).__name__ == 'Channel']"
     )), FAST, "malformed reply"),
 }
 
@@ -180,12 +181,14 @@ def test_isolation_read_only_file_system_and_no_network(tmp_path) -> None:
     state = isolation()
     if os.environ.get("CI") and shutil.which("apt-get"):
         assert shutil.which("bwrap"), "CI installs bubblewrap (.ci/run)"
-    if not state.startswith("bwrap"):  # e.g. a container without user namespaces
+        assert state.startswith("sealed"), state
+    if not state.startswith("sealed"):  # e.g. a container that refuses namespaces
         pytest.skip(f"isolation is {state}")
     outside = tmp_path / "written.txt"
     writes = _honest(tmp_path, "writes", make_extra=f"open({str(outside)!r}, 'w').write('x')")
     doc = _run(writes)
-    assert doc["status"] == "failed" and "Read-only file system" in doc["error"], doc["error"]
+    assert doc["status"] == "failed", doc
+    assert "Read-only file system" in doc["error"] or "Permission denied" in doc["error"]
     assert not outside.exists()
     assert doc["provenance"]["isolation"] == state
     own_tmp = _honest(tmp_path, "own_tmp", make_extra=(
@@ -195,7 +198,19 @@ def test_isolation_read_only_file_system_and_no_network(tmp_path) -> None:
         "import socket; socket.create_connection(('192.0.2.1', 9), timeout=2)"))
     doc = _run(net)
     assert doc["status"] == "failed" and "Network is unreachable" in doc["error"], doc["error"]
+
+
+def test_an_unsealed_run_is_recorded_and_never_ranks_hard(tmp_path, honest_doc) -> None:
+    from leaderboard.render import result_row
+
     off = Limits(call_s=10.0, unit_s=120.0, isolate=False)
     doc = evaluate_submission(SubmissionSpec(_honest(tmp_path, "plain")), TINY,
                               Execution(progress=False, reps=50, limits=off))
-    assert doc["provenance"]["isolation"].startswith("off")
+    assert doc["status"] == "ok" and _episodes(doc) == _episodes(honest_doc)
+    assert doc["provenance"]["isolation"] == "unsealed: --no-isolation"
+    assert doc["track"] == "open" and any(n.startswith("unsealed") for n in doc["notes"])
+    # A stored result that claims hard but ran unsealed shows on the open track.
+    forged = {**honest_doc, "track": "hard",
+              "provenance": {**honest_doc["provenance"], "isolation": "unsealed: forged"}}
+    assert result_row(forged)["track"] == "open"
+    assert result_row(honest_doc)["track"] == "hard"
