@@ -52,6 +52,9 @@ __all__ = [
     "harness_speeds",
     "format_harness",
     "VectorSpeed",
+    "AgentCost",
+    "agent_costs",
+    "format_agents",
     "vector_speeds",
     "format_vector",
     "BenchConfig",
@@ -410,7 +413,8 @@ class VectorSpeed:
         infeasible: Share of proposals outside their polytope (projected by the env).
         native_sps: Native ``gym.make_vec`` (vector entry point), sub-env steps per CPU second.
         sync_sps: ``SyncVectorEnv`` over the single environment, the same.
-        ratio: native / sync (median over alternating block pairs).
+        ratio: native / sync, over the whole timed span.
+        resets: Sub-environment day resets inside the timed span (each side makes the same).
     """
 
     n: int
@@ -418,22 +422,25 @@ class VectorSpeed:
     native_sps: float
     sync_sps: float
     ratio: float
+    resets: int = 0
 
 
 def vector_speeds(
     env_id: str = "tsg/Screening-v1",
     sizes: tuple[int, ...] = (1, 16, 256, 1024),
     infeasible: tuple[float, ...] = (0.0, 0.1),
-    sub_steps: int = 20_000,
-    pairs: int = 3,
+    days: float = 2.0,
+    blocks: int = 6,
     seed: int = 0,
 ) -> list[VectorSpeed]:
     """Native vector env vs ``SyncVectorEnv`` in the same process, alternating blocks.
 
     Every step gets a fresh action array, gathered from precomputed proposals of each waiting
     category (feasible ones, and with probability ``infeasible`` a point of the simplex outside
-    the polytope, which the env projects), so both sides pay the same for their actions. Each
-    block runs about ``sub_steps`` sub-environment steps; CPU time; median ratio over ``pairs``.
+    the polytope, which the env projects), so both sides pay the same for their actions. The
+    timed span is ``days`` days of steps (a day is the instance's passengers plus the autoreset
+    step), cut into ``blocks`` blocks that alternate between the two envs, so every day's end
+    and reset (drawing the next day's arrivals) is inside it; CPU time; ratio of the totals.
     """
     rows = []
     for n in sizes:
@@ -446,29 +453,28 @@ def vector_speeds(
         bad = rng.dirichlet(np.full(good.shape[1], 0.2), size=good.shape[0])
         bad_ok = polys.violation(bad, cats) > 1e-3  # keep only proposals that are outside
         bad[~bad_ok] = np.eye(good.shape[1])[rng.integers(good.shape[1], size=(~bad_ok).sum())]
-        steps = max(1, sub_steps // n)
+        steps = max(1, int(round(days * (native.game.n_passengers + 1))))
+        cuts = np.linspace(0, steps, blocks + 1).round().astype(int)
         for share in infeasible:
             flips = rng.random((steps, n)) < share
-            ratios, nat, syn = [], [], []
+            state = []
             for env in (native, sync):
-                env.reset(seed=seed)
-            infos = [native.reset(seed=seed)[1], sync.reset(seed=seed)[1]]
-            for _ in range(pairs):
-                times = []
-                for k, env in enumerate((native, sync)):
-                    info = infos[k]
+                state.append([env.reset(seed=seed)[1], np.zeros(n, dtype=bool), 0.0, 0])
+            for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+                for env, st in zip((native, sync), state, strict=True):
+                    info, term, _, resets = st
                     t0 = time.process_time()
-                    for j in range(steps):
+                    for j in range(lo, hi):
+                        resets += int(term.sum())  # rows whose day ended: this step resets them
                         c = np.maximum(info["category"], 0)
                         a = np.where(flips[j][:, None], bad[c], good[c])
-                        info = env.step(a)[4]
-                    times.append(time.process_time() - t0)
-                    infos[k] = info
-                nat.append(steps * n / times[0])
-                syn.append(steps * n / times[1])
-                ratios.append(times[1] / times[0])
-            rows.append(VectorSpeed(n, share, float(np.median(nat)), float(np.median(syn)),
-                                    float(np.median(ratios))))
+                        _, _, term, _, info = env.step(a)
+                    st[:] = [info, term, st[2] + time.process_time() - t0, resets]
+            (nat_s, nat_r), (syn_s, syn_r) = ((st[2], st[3]) for st in state)
+            if nat_r != syn_r:  # pragma: no cover - both step the same days
+                raise RuntimeError(f"resets differ: native {nat_r}, sync {syn_r}")
+            rows.append(VectorSpeed(n, share, steps * n / nat_s, steps * n / syn_s,
+                                    syn_s / nat_s, nat_r))
         native.close()
         sync.close()
     return rows
@@ -478,12 +484,12 @@ def format_vector(rows: list[VectorSpeed]) -> str:
     """Markdown table of :func:`vector_speeds`."""
     lines = [
         "| N | infeasible proposals | native, sub-env steps/s | SyncVectorEnv, steps/s "
-        "| native / sync |",
-        "|---:|---:|---:|---:|---:|",
+        "| day resets timed | native / sync |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(f"| {r.n} | {r.infeasible:.0%} | {r.native_sps:,.0f} | {r.sync_sps:,.0f} "
-                     f"| **{r.ratio:.1f}x** |")
+                     f"| {r.resets:,} | **{r.ratio:.1f}x** |")
     return "\n".join(lines)
 
 
@@ -552,6 +558,78 @@ def format_harness(rows: list[HarnessSpeed], protocol_hours: float | None = None
     for r in rows:
         lines.append(f"| {r.agent} | {r.days} | {r.loop_s_per_day:.4f} "
                      f"| {r.harness_s_per_day:.4f} | **{r.speedup:.1f}x** |")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class AgentCost:
+    """One agent's CPU per day through the harness, against the static LP's in the same run.
+
+    Attributes:
+        agent: The agent's name.
+        days: Days rolled out at once per evaluation.
+        s_per_day: Median CPU seconds per day of :func:`tsg_envs.harness.evaluate`, the
+            agent's set-up (its factory: LPs solved, models built) included.
+        lp_s_per_day: The same for the static LP agent, timed alternately with it.
+        ratio: Median over the repeats of agent / LP.
+    """
+
+    agent: str
+    days: int
+    s_per_day: float
+    lp_s_per_day: float
+    ratio: float
+
+
+def agent_costs(
+    env_id: str = "tsg/Screening-v1", days: int = 20, repeats: int = 5,
+    agents: tuple[str, ...] = ("slack-guided", "myopic", "slack-lp", "centre"),
+) -> list[AgentCost]:
+    """CPU per day of each agent through the harness against the static LP's (item 1 of #35).
+
+    Each repeat evaluates the LP and then every agent on the same ``days`` days of instance 0
+    (one batch), set-up included; the ratio to that repeat's LP time is taken and the median
+    over repeats reported. The environment's LP and polytopes are cached before timing (every
+    agent reads the same ones). Agents of the ``baselines`` package are skipped when it cannot
+    be imported.
+    """
+    import importlib
+
+    from tsg_envs.harness import Unit, evaluate
+    from tsg_envs.rollout import CentreAgent, LPAgent
+    from tsg_envs.seeds import evaluation_day_seeds
+
+    factories: dict[str, Callable[[gym.Env], object]] = {"centre": CentreAgent}
+    for name in agents:
+        if name not in factories:
+            try:
+                module = importlib.import_module(f"baselines.{name.replace('-', '_')}")
+            except ImportError:  # pragma: no cover - baselines not installed
+                continue
+            factories[name] = module.make_agent
+    seeds = evaluation_day_seeds(days)
+    unit = Unit(env_id, 0)
+    gym.make(env_id).close()  # the LP and polytopes, cached for every agent alike
+    times: dict[str, list[float]] = {name: [] for name in ("lp", *agents) if
+                                     name == "lp" or name in factories}
+    for _ in range(repeats):
+        for name in times:
+            factory = LPAgent if name == "lp" else factories[name]
+            t0 = time.process_time()
+            evaluate({name: factory}, [unit], seeds, batch=days)
+            times[name].append((time.process_time() - t0) / days)
+    lp = np.array(times.pop("lp"))
+    return [AgentCost(name, days, float(np.median(t)), float(np.median(lp)),
+                      float(np.median(np.array(t) / lp))) for name, t in times.items()]
+
+
+def format_agents(rows: list[AgentCost]) -> str:
+    """Markdown table of :func:`agent_costs`."""
+    lines = ["| agent | days at once | CPU s / day (set-up included) | static LP, CPU s / day "
+             "| agent / LP |", "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.agent} | {r.days} | {r.s_per_day:.4f} | {r.lp_s_per_day:.4f} "
+                     f"| **{r.ratio:.1f}x** |")
     return "\n".join(lines)
 
 
@@ -657,6 +735,7 @@ FORMATTERS: dict[str, Callable[[list[dict]], str]] = {
     "bounds": lambda rows: format_bounds([ConstructionCost(**r) for r in rows]),
     "vector": lambda rows: format_vector([VectorSpeed(**r) for r in rows]),
     "harness": lambda rows: format_harness([HarnessSpeed(**r) for r in rows]),
+    "agents": lambda rows: format_agents([AgentCost(**r) for r in rows]),
     "speed": _format_speed,
     "family": lambda rows: family.format_family([family.FamilyRow(**r) for r in rows]),
     "lp-agreement": lambda rows: format_lp_agreement([LPAgreement(**r) for r in rows]),
@@ -717,6 +796,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the evaluation harness vs the per-day loop (LP, centre, "
                         "slack-guided; 100 days, --quick: 5), written to JSON and the README's "
                         "harness block; nothing else is run")
+    parser.add_argument("--agents", metavar="JSON", default=None,
+                        help="CPU per day of the LP-based agents (slack-guided, myopic, slack-lp, "
+                        "centre) through the harness against the static LP's, 20 days at once, "
+                        "set-up included (--quick: 2 days, 1 repeat), written to JSON and the "
+                        "README's agents block; nothing else is run")
     parser.add_argument("--speed", metavar="JSON", default=None,
                         help="write the default run (env speed vs CartPole, LP timings) to JSON "
                         "and the README's speed block")
@@ -754,9 +838,14 @@ def main(argv: list[str] | None = None) -> int:
         hrows = harness_speeds(args.env, days=5 if args.quick else 100)
         _publish("harness", args.harness, args.readme, hrows, args.env)
         return 0
+    if args.agents:
+        crows = agent_costs(args.env, days=2 if args.quick else 20,
+                            repeats=1 if args.quick else 5)
+        _publish("agents", args.agents, args.readme, crows, args.env)
+        return 0
     if args.vector:
         sizes = (1, 16) if args.quick else (1, 16, 256, 1024)
-        vrows = vector_speeds(args.env, sizes=sizes, sub_steps=2000 if args.quick else 20_000)
+        vrows = vector_speeds(args.env, sizes=sizes, days=1.0 if args.quick else 2.0)
         _publish("vector", args.vector, args.readme, vrows, args.env)
         return 0
     if args.bounds:
