@@ -26,23 +26,17 @@ start every wait is 0). A tie-break cost ε s_t is therefore added, with s_t = �
 minutes of capacity team t uses per passenger (normalised to mean 1) and ε = 1e-5 minutes: among
 equally good allocations the one using the least capacity is chosen.
 
-Purity. ``act`` must be a function of (obs, info) alone (the risk probe calls it on made-up
-states). A simplex warm-started from its last basis returns, among allocations whose costs
-differ by less than its tolerances (1e-7), whichever that basis leads to, and its answers differ
-in the last bits with the basis (and with the factorisation and scaling state HiGHS keeps); a
-day replayed after other calls then drifts (measured: up to 0.13 min on a passenger's wait once
-a near-tie flipped). So every solve clears the solver state and warm-starts from the category's
-*canonical basis* (its optimum for zero waits in window 0, computed when the model is built),
-with scaling off (HiGHS keeps the scaling of a model's first solve, which depends on that
-solve's costs): bit-identical answers for identical inputs whatever came before.
-
-Speed. One HiGHS model per category is built once, on the category's first passenger
-(constraints fixed: the risk rows tightened by 1e-9, Σπ = 1, and d ≥ ±(π − π^slack) for the L1
-term, with auxiliary d ≥ 0); per passenger only the cost vector changes (``changeColsCost``),
-plus the 2T row bounds of the L1 term when the window changes, and the solve warm-starts from
-the canonical basis. About 0.9 ms per passenger for slack-guided and 0.8 ms for myopic on a
-2-core CPU box (default env; as fast as warm-starting from the last basis, whereas a cold start
-from scratch costs 1.5 ms), most of it inside HiGHS's ``run``.
+Purity and speed. ``act`` must be a function of (obs, info) alone (the risk probe calls it on
+made-up states), and the harness calls ``act_batch`` once per step for every day at once. Each
+passenger's LP is solved exactly by :class:`PerPassengerLP`, batched, from its own data only: a
+row of a batch is bit for bit that passenger solved alone, whatever else is in the batch and
+whatever was solved before. Myopic takes the cheapest of its polytope's vertices (enumerated
+once per category); slack-guided takes the LP's optimum without the risk rows where it is
+feasible, the slack LP's own allocation where a dual certificate proves it optimal, and
+otherwise pivots a small dual simplex. Its CPU per day through the harness, against the static
+LP's, is the agents table of ``python -m tsg_envs.bench --agents``. :class:`HighsPerPassengerLP`
+(one HiGHS model per category, solved from a canonical basis, as before) is kept as the
+reference the tests check it against.
 """
 
 from __future__ import annotations
@@ -463,9 +457,9 @@ def _polytope_vertices(a_risk: np.ndarray, b_risk: np.ndarray) -> np.ndarray:
 class HighsPerPassengerLP:
     """The reference: one HiGHS model per category, min π·(w + ε s) + μ ‖π − π^slack‖₁.
 
-    Solves the same LP as :class:`PerPassengerLP`, one passenger at a time (about 0.2 ms
-    each); kept as the reference that tests check the batched solver against, and as its
-    fallback for a passenger whose dual simplex does not finish.
+    Solves the same LP as :class:`PerPassengerLP`, one passenger at a time; kept as the
+    reference that tests check the batched solver against, and as its fallback for a passenger
+    whose dual simplex does not finish.
 
     Args:
         game: The instance.
