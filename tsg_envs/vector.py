@@ -103,9 +103,12 @@ class ScreeningVectorEnv(VectorEnv):
         self._efficacy_t = np.ascontiguousarray(g.team_efficacy.T)
         self._ones = np.ones(g.n_teams)
         self._pending = False  # some sub-environment's day ended: the next step resets it
-        # Each row's one-hot column in the observation buffer.
-        self._onehot = np.full(self.num_envs, self.obs_layout["category"].start)
-        self._row_start = np.arange(self.num_envs) * self._obs.shape[1]  # flat index of row i
+        # Flat indices into the observation buffer: each row's first category and history
+        # entries, and its one-hot now.
+        row_start = np.arange(self.num_envs) * self._obs.shape[1]
+        self._flat_category = row_start + self.obs_layout["category"].start
+        self._flat_history = row_start + self.obs_layout["history"].start
+        self._onehot = self._flat_category.copy()
 
     # Public helpers -------------------------------------------------------------------------
     def polytope(self, c: int):  # noqa: ANN201 (a Polytope)
@@ -379,30 +382,31 @@ class ScreeningVectorEnv(VectorEnv):
         """
         days, lay, buf = self._days, self.obs_layout, self._obs
         c = days.category if waiting is None else waiting
-        hist = lay["history"]
-        start = lay["category"].start
         flat = buf.reshape(-1)
         if stepped is None:
-            buf[:, hist] = days.history * self._inv_expected
+            buf[:, lay["history"]] = days.history * self._inv_expected
             buf[:, lay["category"]] = 0.0
         else:
             # Only the screened categories' history entries changed; flat indices throughout
             # (numpy's 1-D take/put beat its 2-D fancy indexing severalfold).
             rows, cats, screened = stepped
-            at = (self._row_start if rows is None else self._row_start[rows]) + hist.start
+            at = self._flat_history if rows is None else self._flat_history[rows]
             flat[at + cats] = screened * self._inv_expected.take(cats)
-            flat[self._row_start + self._onehot] = 0.0  # the last one-hots (or a zero already)
-        # A row with no one waiting points its one-hot at column `start` and leaves it 0.
+            flat[self._onehot] = 0.0  # the last one-hots (or a zero already)
+        # Flat positions of the one-hots; a row with no one waiting points at its first
+        # category column and leaves it 0.
         if c.min() >= 0:
-            self._onehot = c + start
-            flat[self._row_start + self._onehot] = 1.0
+            self._onehot = self._flat_category + c
+            flat[self._onehot] = 1.0
         else:
             live = c >= 0
-            self._onehot = np.where(live, start + c, start)
-            flat[self._row_start + self._onehot] = live
+            self._onehot = self._flat_category + np.where(live, c, 0)
+            flat[self._onehot] = live
         buf[:, lay["backlog"]] = days.backlog
         buf[:, lay["waits"]] = days.team_waits
-        buf[:, lay["clock"]] = np.minimum(days.clock / self.game.day_length, 1.0)[:, None]
+        clock = days.clock
+        clock /= self.game.day_length
+        buf[:, lay["clock"].start] = np.minimum(clock, 1.0, out=clock)
         return buf.copy()
 
     def _waiting_infos(self, infos: dict[str, Any], rows: np.ndarray) -> None:
