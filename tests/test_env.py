@@ -454,9 +454,10 @@ def test_bench_vector_and_harness_rows_are_well_formed() -> None:
     from tsg_envs import bench
 
     rows = bench.vector_speeds("tsg/Screening-Window-5F-v1", sizes=(1, 2), infeasible=(0.0,),
-                               sub_steps=50, pairs=1)
+                               days=1.0, blocks=2)
     assert [r.n for r in rows] == [1, 2]
     assert all(r.native_sps > 0 and r.sync_sps > 0 and r.ratio > 0 for r in rows)
+    assert [r.resets for r in rows] == [1, 2]  # one day's end and reset per sub-environment
     assert "| 2 | 0% |" in bench.format_vector(rows)
     (h,) = bench.harness_speeds("tsg/Screening-Window-5F-v1", days=2, agents=("lp",))
     assert h.agent == "lp" and h.days == 2 and h.speedup == pytest.approx(

@@ -331,6 +331,13 @@ class ScreeningDay:
         """κ of the waiting passenger (-1 after the last)."""
         return -1 if self.index >= self._n else self._flights[self.index]
 
+    def waiting(self) -> tuple[int, int, int, float]:
+        """(category, θ, κ, τ) of the waiting passenger; -1 for the first three after the last."""
+        i = self.index
+        if i >= self._n:
+            return -1, -1, -1, self.clock
+        return self._cats[i], self._thetas[i], self._flights[i], self.clock
+
     def waits(self) -> np.ndarray:
         """Each team's current wait w_t, minutes, (T,) (a copy)."""
         return self.team_waits.copy()
