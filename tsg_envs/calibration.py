@@ -81,8 +81,9 @@ def _value(game: Game) -> float:
 def window_binding(game: Game, tightness: float) -> WindowBinding:
     """Scale a single-window draw's rates so that capacity binds without overload, or reject it.
 
-    At the drawn rates, U_min is the least peak utilisation any allocation of the window's
-    passengers reaches and U* the peak utilisation of the LP's (unique) allocation when capacity
+    Utilisations are of the LP's planned capacity u f_r |w| (u = ``game.planning_utilisation``;
+    the servers' own utilisation is u times it). At the drawn rates, U_min is the least peak
+    utilisation any allocation of the window's passengers reaches and U* the peak utilisation of the LP's (unique) allocation when capacity
     is unbounded. Scaling every rate by s divides both by s. Capacity binds without overload
     exactly when U_min <= s < U*; the rule takes s = U* - τ (U* - U_min) with τ = ``tightness``
     in (0, 1), then requires the LP to lose at least :data:`MIN_CAPACITY_LOSS` of its value to
@@ -91,7 +92,8 @@ def window_binding(game: Game, tightness: float) -> WindowBinding:
     """
     length = float(np.diff(window_edges(game, None))[0])
     n = float(game.n_passengers)
-    capacity = game.rates * length
+    # The LP's planned capacity u f_r |w| (u = Game.planning_utilisation, 1 on v1 ids).
+    capacity = game.planning_utilisation * game.rates * length
     least = least_peak_utilisation(game, n, capacity)
     # Rates at which no resource can bind (each could screen every passenger of the day), yet
     # utilisations stay O(1) so that the pick's objective is far above the solver tolerances.

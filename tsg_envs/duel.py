@@ -147,7 +147,8 @@ class DuelParallelEnv(ParallelEnv):
     ## Arguments
     Every ``ScreeningEnv`` kwarg (``n_flights``, ``arrival_std``, ``horizon``,
     ``instance_seed``, ``queue_mode``, ``invalid_action``, ``risk_bound``, ``risk_slack``,
-    ``lp_window_minutes``, ``schedule``, ``capacity_ratio``, ``violation_penalty``,
+    ``lp_window_minutes``, ``schedule``, ``capacity_ratio``, ``departure_span``,
+    ``planning_utilisation``, ``violation_penalty``,
     ``config``, ``game``) plus ``render_mode`` (``"ansi"`` or None).
 
     ```python

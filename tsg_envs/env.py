@@ -166,6 +166,10 @@ class ScreeningEnv(gym.Env):
     | ``schedule`` | from config (``"hub"``) | ``"hub"``, ``"jfk:YYYY-MM-DD"``, ``"csv:PATH"`` |
     | ``capacity_ratio`` | None | ρ of the rate calibration, 0.1 to 100 (None: horizon |
     |  |  | default) |
+    | ``departure_span`` | from config (60.0) | window horizon: minutes from 08:00 over which |
+    |  |  | departures are drawn (v1 ids 60, v2 ids 360) |
+    | ``planning_utilisation`` | from config (1.0) | u, the share of capacity the static LP plans |
+    |  |  | to use, 0.05 to 1 (v1 ids 1, v2 single-window ids below 1) |
     | ``violation_penalty`` | 100.0 | penalty per unit risk excess (``"penalize"``), 0 to 1e6 |
     | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (no ``"human"``: no display |
     |  |  | stack is shipped; an unsupported mode fails at construction) |
@@ -186,6 +190,13 @@ class ScreeningEnv(gym.Env):
     ```
 
     ## Version History
+    * v2: the single-window ids only (``Window-{N}F[-Sigma{σ}]-v2``; every v1 id stays registered
+      unchanged). Departures spread over 6 hours (``departure_span`` 360) with σ = 15 minutes
+      for the flights grid, so the category mix changes within the window, and the static LP
+      plans at utilisation u = 0.6 of the raw capacity (``planning_utilisation``), so its
+      binding resource is not critically loaded; the binding step makes that planned capacity
+      bind on every instance seed. On v1 a clairvoyant plan gained little over the LP
+      (``docs/model.md``, "The single-window family v2"; ``tsg_envs.bracket``).
     * v1: every id. The single-window ids (``Window-*``) draw each instance seed until the single
       window's capacity binds without overload (``GameConfig.window_tightness``; v0 needed the
       LP's overload stretch on about half of instance seeds 0-99, or never bound, and its
@@ -212,6 +223,8 @@ class ScreeningEnv(gym.Env):
         lp_window_minutes: float | None | Literal["auto"] = "auto",
         schedule: str | None = None,
         capacity_ratio: float | None = None,
+        departure_span: float | None = None,
+        planning_utilisation: float | None = None,
         violation_penalty: float = DEFAULT_VIOLATION_PENALTY,
         config: GameConfig | None = None,
         render_mode: str | None = None,
@@ -256,6 +269,8 @@ class ScreeningEnv(gym.Env):
             "horizon": horizon,
             "schedule": schedule,
             "capacity_ratio": capacity_ratio,
+            "departure_span": departure_span,
+            "planning_utilisation": planning_utilisation,
         }
         if game is not None:
             if not isinstance(game, Game):

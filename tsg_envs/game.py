@@ -92,6 +92,17 @@ class GameConfig:
             which the LP loses less than 1% of its value to capacity, is rejected and the seed
             draws again (:func:`tsg_envs.calibration.window_binding`). τ = 0.5 puts capacity
             halfway between the two. [ours]
+        departure_span: Window horizon only: departures are drawn uniformly inside this many
+            minutes from 08:00. v1's single-window ids use 60 (every departure inside one hour,
+            so every flight's arrival peak overlaps the others and the category mix hardly
+            changes within the window); v2's use 360, so that the mix changes within the window
+            and adapting can pay (``docs/model.md``, "The single-window family v2"). [ours]
+        planning_utilisation: u in (0, 1]: the static window LP plans to use at most this share
+            of each resource's capacity, Σ_c Σ_{t∋r} N_{c,w} π_{c,t} <= u f_r |w| (SPEC §4). A
+            planner budgets below the raw rates: at u = 1 a binding resource runs at utilisation
+            1 through the window's arrival peaks, a critically loaded queue. v1 ids use 1; v2's
+            single-window ids plan at u < 1. The window horizon's binding step then makes this
+            planned capacity bind. [ours]
         relative_rate_range: Each resource's share of capacity is drawn from U[lo, hi] and
             normalised. [ours]
         efficacy_range: e_{r,m} ~ U[lo, hi]. [paper: U[0, 1]]
@@ -115,6 +126,8 @@ class GameConfig:
     arrival_cutoff: float = 20.0
     capacity_ratio: float | None = None
     window_tightness: float | None = 0.5
+    departure_span: float = 60.0
+    planning_utilisation: float = 1.0
     relative_rate_range: tuple[float, float] = (0.5, 1.5)
     efficacy_range: tuple[float, float] = (0.0, 1.0)
     loss_range: tuple[float, float] = (1.0, 10.0)
@@ -207,6 +220,14 @@ class GameConfig:
                 "window_tightness", self.window_tightness, low=0.0, high=1.0, low_open=True,
                 high_open=True,
             ))
+        keep("departure_span", v.check_real(
+            "departure_span", self.departure_span, low=0.0, low_open=True,
+            high=v.MAX_DEPARTURE_SPAN,
+        ))
+        keep("planning_utilisation", v.check_real(
+            "planning_utilisation", self.planning_utilisation, low=v.MIN_PLAN_UTILISATION,
+            high=1.0,
+        ))
         for name, low, high in (
             ("relative_rate_range", 0.0, None),
             ("efficacy_range", 0.0, 1.0),
@@ -277,6 +298,8 @@ class Game:
         arrival_cutoff: Nobody arrives later than this many minutes before departure.
         day_start: The day start as minutes after local midnight (for display only).
         day_length: Minutes from the day start to the last possible arrival.
+        planning_utilisation: u, the share of each resource's capacity the static window LP
+            plans to use (``GameConfig.planning_utilisation``; 1 on every v1 id).
     """
 
     config: GameConfig
@@ -295,6 +318,7 @@ class Game:
     arrival_cutoff: float
     day_start: float
     day_length: float
+    planning_utilisation: float = 1.0
     key: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -381,6 +405,8 @@ class Game:
         v.check_real("Game.day_start", self.day_start)
         v.check_real("Game.day_length", self.day_length, low=0.0, low_open=True,
                      high=v.MAX_DAY_MINUTES)
+        v.check_real("Game.planning_utilisation", self.planning_utilisation,
+                     low=v.MIN_PLAN_UTILISATION, high=1.0)
 
     # Sizes -----------------------------------------------------------------------------
     @property

@@ -24,8 +24,9 @@ __all__ = ["InstanceDraw", "draw_instance", "make_game"]
 def _departures_after_midnight(config: GameConfig, rng: np.random.Generator) -> np.ndarray:
     if config.schedule == "hub":
         if config.horizon == "window":
-            # One hour: departures drawn uniformly inside 08:00-09:00 (a morning bank).
-            return np.sort(rng.uniform(8 * 60.0, 9 * 60.0, size=config.n_flights))
+            # Uniformly from 08:00 over ``departure_span`` minutes (v1: 08:00-09:00, one bank).
+            return np.sort(rng.uniform(8 * 60.0, 8 * 60.0 + config.departure_span,
+                                       size=config.n_flights))
         if config.horizon == "shift":
             return schedules.sample_hub_departures(config.n_flights, rng, 6 * 60.0, 12 * 60.0)
         return schedules.sample_hub_departures(config.n_flights, rng, *schedules.OPERATING_DAY)
@@ -184,6 +185,7 @@ def _draw(config: GameConfig, seed: int, rng: np.random.Generator) -> Game:
         arrival_cutoff=config.arrival_cutoff,
         day_start=day_start_abs,
         day_length=day_length,
+        planning_utilisation=config.planning_utilisation,
         key=(config, int(seed)),
     )
     return game

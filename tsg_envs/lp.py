@@ -9,9 +9,11 @@ For window w with expected arrivals N_{c,w}:
     maximise   Σ_θ P_θ u_θ
     subject to u_θ ≤ -(1 - z_{c,m}) L_{κ,m}       for c = ⟨θ,κ⟩ with N_{c,w} > 0, all m
                z_{c,m} = Σ_t E_{t,m} π_{c,t},  Σ_t π_{c,t} = 1,  π ≥ 0,  u_θ ≤ 0
-               Σ_c Σ_{t∋r} N_{c,w} π_{c,t} ≤ λ_w f_r |w|   for every resource r
+               Σ_c Σ_{t∋r} N_{c,w} π_{c,t} ≤ λ_w u f_r |w|   for every resource r
 
-λ_w = 1 unless the window is over capacity; then λ_w is the smallest common stretch that makes
+u is the game's planning utilisation (``Game.planning_utilisation``: 1 on every v1 id, below 1
+on the v2 single-window ids, where a planner budgets below the raw rates); λ_w = 1 unless the
+window is over capacity; then λ_w is the smallest common stretch that makes
 it feasible (:func:`least_peak_utilisation`). The stages, each keeping the previous objectives
 within a relative 1e-6 of their optima by a row:
 
@@ -132,6 +134,10 @@ class WindowLPSolution:
         expected_counts: N_{c,w}, (W, C); values below 1e-9 set to 0.
         utility: u*_{θ,w}, (W, Θ); 0 where the window has no passenger of level θ.
         window_minutes: The window length asked for (None: one window spanning the day).
+        capacity: (W, R): passengers each resource may screen in each window as the LP
+            planned, λ_w u f_r |w| (SPEC §8), so that whether capacity binds can be checked
+            from outside: the LP's planned load ``expected_counts[w] @ policy[w] @
+            team_members`` is at most this.
     """
 
     psi: np.ndarray
@@ -141,9 +147,11 @@ class WindowLPSolution:
     expected_counts: np.ndarray
     utility: np.ndarray
     window_minutes: float | None
+    capacity: np.ndarray
 
     def __post_init__(self) -> None:
-        for name in ("psi", "policy", "window_edges", "stretch", "expected_counts", "utility"):
+        for name in ("psi", "policy", "window_edges", "stretch", "expected_counts", "utility",
+                     "capacity"):
             getattr(self, name).setflags(write=False)
 
     @property
@@ -287,7 +295,7 @@ def _solve_window(
     a_cap_pi = sparse.csr_array(
         (cap_vals[ci, ti, ri], (ri, ci * t + ti)), shape=(r, n_pi)
     )
-    capacity = game.rates * length
+    capacity = game.planning_utilisation * game.rates * length
 
     # 0. Stretch: λ_w = the least peak utilisation any allocation reaches, if above 1.
     lam = 1.0
@@ -454,9 +462,12 @@ def _solve_window_lp(
     utility[:, lv] = sol.utility
     psi = np.empty_like(sol.psi)
     psi[lv] = sol.psi
+    capacity = np.empty_like(sol.capacity)
+    capacity[:, order["resources"]] = sol.capacity
     return WindowLPSolution(
         psi=psi, policy=policy, window_edges=sol.window_edges.copy(), stretch=sol.stretch.copy(),
         expected_counts=counts, utility=utility, window_minutes=window_minutes,
+        capacity=capacity,
     )
 
 
@@ -480,8 +491,10 @@ def _solve_in_order(
         )
     psi = (-game.attacker_prior[None, :] * utility).max(axis=0)
     psi = np.maximum(psi, 0.0)
+    capacity = (stretch * np.diff(edges))[:, None] * (game.planning_utilisation * game.rates)
     sol = WindowLPSolution(
         psi=psi, policy=policy, window_edges=edges, stretch=stretch,
         expected_counts=counts, utility=utility, window_minutes=window_minutes,
+        capacity=capacity,
     )
     return sol

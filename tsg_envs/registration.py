@@ -1,9 +1,14 @@
 """The registered environment family, declared as data (one loop registers every id).
 
-Ids read ``tsg/Screening-{Horizon}-{N}F[-Sigma{σ}]-v0`` (σ = 45 min unless named);
+Ids read ``tsg/Screening-{Horizon}-{N}F[-Sigma{σ}]-v1`` (σ = 45 min unless named);
 ``tsg/Screening-v1`` is the default (shift horizon, 10 flights, σ = 45 min, 60-minute LP
 windows) and ``tsg/Screening-Sampled-v1`` the same game in sampled queue mode. Real days
-from JFK read ``tsg/Screening-JFK-{YYYYMMDD}[-{N}F]-v0`` and need the ``jfk`` extra.
+from JFK read ``tsg/Screening-JFK-{YYYYMMDD}[-{N}F]-v1`` and need the ``jfk`` extra.
+
+The single-window family has a second version, ``tsg/Screening-Window-{N}F[-Sigma{σ}]-v2``
+(:data:`WINDOW_V2`: departures over 6 hours, σ = 15 min unless named, the static LP planning at
+utilisation u < 1), where adapting within the window can pay; the v1 window ids stay registered
+unchanged (``docs/model.md``, "The single-window family v2").
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from dataclasses import asdict, dataclass
 
 import gymnasium as gym
 
-__all__ = ["ALIASES", "Preset", "PRESETS", "register_all", "ENTRY_POINT", "VECTOR_ENTRY_POINT"]
+__all__ = ["ALIASES", "Preset", "PRESETS", "WINDOW_V2", "WindowV2", "register_all", "ENTRY_POINT",
+           "VECTOR_ENTRY_POINT"]
 
 #: A factory function rather than the class: ``gym.make`` reads the entry point's ``metadata`` and,
 #: for ``render_mode="human"`` on an env without it, silently swaps in its pygame window wrapper,
@@ -32,6 +38,27 @@ JFK_DAYS = ("2013-07-15", "2013-11-28")
 
 
 @dataclass(frozen=True)
+class WindowV2:
+    """The v2 single-window family's settings (``docs/model.md``: why these values).
+
+    Attributes:
+        departure_span: Departures drawn uniformly over this many minutes from 08:00, so that
+            flights' arrival peaks do not all overlap and the category mix changes within the
+            window.
+        arrival_std: σ of arrivals (minutes) of the flights grid; the σ sweep varies it.
+        planning_utilisation: u, the share of capacity the static LP plans to use.
+    """
+
+    departure_span: float = 360.0
+    arrival_std: float = 15.0
+    planning_utilisation: float = 0.6
+
+
+#: The v2 single-window family (the v1 ids keep departures in one hour, σ = 45, u = 1).
+WINDOW_V2 = WindowV2()
+
+
+@dataclass(frozen=True)
 class Preset:
     """One registered id: ``gym.make`` kwargs plus a line of description.
 
@@ -43,6 +70,8 @@ class Preset:
         horizon: ``"window"``, ``"shift"`` or ``"day"``.
         queue_mode: ``"expected"`` or ``"sampled"``.
         schedule: ``"hub"`` or ``"jfk:YYYY-MM-DD"``.
+        departure_span: Window horizon: departures over this many minutes from 08:00.
+        planning_utilisation: u, the share of capacity the static LP plans to use.
         slow: Large instance (tests put it in the slow tier).
         extra: The optional dependency group it needs, if any.
     """
@@ -54,16 +83,26 @@ class Preset:
     horizon: str = "shift"
     queue_mode: str = "expected"
     schedule: str = "hub"
+    departure_span: float | None = None
+    planning_utilisation: float | None = None
     slow: bool = False
     extra: str | None = None
 
     @property
     def kwargs(self) -> dict:
-        """The kwargs ``gym.make`` passes to ``ScreeningEnv``."""
+        """The kwargs ``gym.make`` passes to ``ScreeningEnv`` (v1 ids pass neither v2 setting)."""
         kw = asdict(self)
         for key in ("id", "description", "slow", "extra"):
             kw.pop(key)
+        for key in ("departure_span", "planning_utilisation"):
+            if kw[key] is None:
+                kw.pop(key)
         return kw
+
+    @property
+    def version(self) -> int:
+        """The id's version number (``-vN``)."""
+        return int(self.id.rsplit("-v", 1)[1])
 
 
 def _presets() -> tuple[Preset, ...]:
@@ -107,6 +146,21 @@ def _presets() -> tuple[Preset, ...]:
                     horizon=horizon.lower(),
                 )
             )
+    v2 = WINDOW_V2
+    v2_text = (f"departures over {v2.departure_span / 60:g} h; LP = one window over the day, "
+               f"planning at utilisation {v2.planning_utilisation:g}")
+    v2_kwargs = dict(horizon="window", departure_span=v2.departure_span,
+                     planning_utilisation=v2.planning_utilisation)
+    for n in FLIGHT_COUNTS:
+        out.append(Preset(f"tsg/Screening-Window-{n}F-v2",
+                          f"{v2_text}; {n} flights, σ {v2.arrival_std:g} min",
+                          n_flights=n, arrival_std=v2.arrival_std, slow=n > 20, **v2_kwargs))
+    for std in ARRIVAL_STDS:
+        if std == v2.arrival_std:  # the flights grid's σ
+            continue
+        out.append(Preset(f"tsg/Screening-Window-10F-Sigma{int(std)}-v2",
+                          f"{v2_text}; 10 flights, σ {int(std)} min", arrival_std=std,
+                          **v2_kwargs))
     for day in JFK_DAYS:
         compact = day.replace("-", "")
         out.append(

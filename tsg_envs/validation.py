@@ -36,6 +36,8 @@ bound                          value       what it limits
 :data:`MAX_ALLOCATIONS`        25,000      categories × teams, |Θ|·|K|·|T| (one LP window)
 :data:`MAX_LP_SIZE`            3,000,000   windows × categories × teams (one static LP)
 :data:`CAPACITY_RATIO_RANGE`   [0.1, 100]  ρ of the rate calibration
+:data:`MAX_DEPARTURE_SPAN`     1,440       window horizon: minutes its departures spread over
+:data:`MIN_PLAN_UTILISATION`   0.05        u, the share of capacity the static LP plans (<= 1)
 :data:`MAX_RISK_SLACK`         100         ``risk_slack`` (ψ = ψ^LP (1 + slack))
 :data:`MAX_VIOLATION_PENALTY`  1e6         ``violation_penalty`` (penalize mode)
 =============================  ==========  ==================================================
@@ -68,6 +70,8 @@ __all__ = [
     "MAX_LP_SIZE",
     "check_allocations",
     "CAPACITY_RATIO_RANGE",
+    "MAX_DEPARTURE_SPAN",
+    "MIN_PLAN_UTILISATION",
     "MAX_SCHEDULE_ROWS",
     "MAX_RISK_SLACK",
     "MIN_ARRIVAL_STD",
@@ -104,6 +108,10 @@ MAX_LP_SIZE: int = 3_000_000
 #: the LP on hand-built games, whose windows the environment's minimum does not cover.
 MAX_LP_WINDOWS: int = 240
 CAPACITY_RATIO_RANGE: tuple[float, float] = (0.1, 100.0)
+#: Longest span of the window horizon's departures, minutes (a whole day).
+MAX_DEPARTURE_SPAN: float = 1440.0
+#: Smallest planning utilisation u of the static LP (it plans u f_r |w| per resource, u <= 1).
+MIN_PLAN_UTILISATION: float = 0.05
 #: Smallest non-zero σ of arrivals, minutes (below it the truncated normal's arithmetic
 #: overflows; σ = 0, everyone at the mean, is allowed).
 MIN_ARRIVAL_STD: float = 0.01
