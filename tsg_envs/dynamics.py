@@ -179,11 +179,13 @@ def draw_arrivals_batch(game: Game, rngs: list[np.random.Generator]) -> Arrivals
     flights = np.repeat(np.arange(game.n_flights), game.flight_sizes)
     n = flights.shape[0]
     std = game.arrival_std
-    draws = np.empty((2 if std > 0 else 1, len(rngs), n))
+    # Generator.uniform(size=n) then .random(n) are the next 2n doubles of the stream, which
+    # one .random(2n) call draws (the same numbers, the same state after).
+    k = 2 if std > 0 else 1
+    draws = np.empty((len(rngs), k * n))
     for i, rng in enumerate(rngs):
-        if std > 0:
-            draws[0, i] = rng.uniform(size=n)
-        draws[-1, i] = rng.random(n)
+        draws[i] = rng.random(k * n)
+    draws = draws.reshape(len(rngs), k, n).transpose(1, 0, 2)
     cdf = np.cumsum(game.risk_mix)
     cdf /= cdf[-1]
     # cdf.searchsorted(u, side="right") (what Generator.choice does), as a count of cdf <= u.
