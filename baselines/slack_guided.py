@@ -191,9 +191,16 @@ class PerPassengerLP:
         self._p = np.asarray(self.guide.policy, dtype=float)  # (W, C, T)
         # b' − A π^slack: the risk rows' right-hand side in (a, b, s), π^slack's own slack.
         self._rhs = b_risk[None] - np.einsum("cmt,wct->wcm", a_risk, self._p)
-        self._tight = ((self._rhs <= _PRIMAL_TOL)
-                       & (self._rhs >= -_PRIMAL_TOL).all(axis=-1, keepdims=True))
-        self._pairs = np.triu_indices(t, 1)
+        self._feasible = (self._rhs >= -_PRIMAL_TOL).all(axis=-1)  # π^slack meets b − margin
+        self._tight = (self._rhs <= _PRIMAL_TOL) & self._feasible[..., None]
+        self._pairs = ii, jj = np.triu_indices(t, 1)
+        # 1 / (A_ki − A_kj) for every tight row k of the guide (0 where not tight or parallel),
+        # (W, C, M, pairs); and -inf for the teams outside the guide's support, (W, C, T).
+        diff = a_risk[:, :, ii] - a_risk[:, :, jj]
+        with np.errstate(divide="ignore"):
+            inv = np.where(diff != 0.0, 1.0 / np.where(diff != 0.0, diff, 1.0), 0.0)
+        self._cross = inv[None] * self._tight[..., None]
+        self._outside = np.where(self._p > 0.0, 0.0, -np.inf)
         self._cols = [[tuple(col) for col in ac.T.tolist()] for ac in a_risk]  # A_{:,t} per c
 
     def solve(self, category: int, waits: np.ndarray, time: float) -> np.ndarray:
@@ -277,18 +284,19 @@ class PerPassengerLP:
         two teams' g cross, and those points are all tried. For |R| = 1 this decides; for
         |R| ≥ 2 a row it does not prove goes to the simplex.
         """
-        a = self._a_risk[cats]  # (n, M, T)
         ii, jj = self._pairs
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = (cost_w[:, None, jj] - cost_w[:, None, ii]) / (a[:, :, ii] - a[:, :, jj])
-        # Candidates that are not points of a tight row's axis become z = 0 (F(0) > 2μ here:
-        # the greedy start moved mass), so they never prove anything.
-        z = np.where((z > 0.0) & (z < np.inf) & self._tight[win, cats][:, :, None], z, 0.0)
-        # Teams first, so the reductions over teams run over whole blocks of candidates.
-        g = cost_w.T[:, :, None, None] + a.transpose(2, 0, 1)[..., None] * z  # (T, n, M, K)
-        support = self._p[win, cats].T[:, :, None, None] > 0.0
-        top = np.where(support, g, -np.inf).max(axis=0)
-        return (top - g.min(axis=0) <= 2.0 * self.mu + _PRIMAL_TOL).any(axis=(1, 2))
+        # z_k where teams i and j cross on tight row k, (w_j − w_i) / (A_ki − A_kj); 0 where they
+        # never cross or the row is not tight (F(0) > 2μ here: the greedy start moved mass, so
+        # those candidates prove nothing).
+        z = (cost_w[:, jj] - cost_w[:, ii])[:, None, :] * self._cross[win, cats]
+        np.maximum(z, 0.0, out=z)
+        # Teams first, so the reductions over teams run over whole blocks of candidates:
+        # g is (T, n, M, pairs).
+        g = (cost_w.T[:, :, None, None]
+             + self._a_risk[cats].transpose(2, 0, 1)[..., None] * z[None])
+        top = (g + self._outside[win, cats].T[:, :, None, None]).max(axis=0)
+        proven = (top - g.min(axis=0) <= 2.0 * self.mu + _PRIMAL_TOL).any(axis=(1, 2))
+        return proven & self._feasible[win, cats]
 
     def _pivot(self, cols: list[tuple[float, ...]], p: list[float], w: list[float], cheap: int,
                give: list[bool], shift: float, slack: list[float], rhs: list[float]

@@ -150,3 +150,38 @@ def test_act_batch_through_the_harness_equals_act_day_by_day(setup):
         for rec in recs:
             alone = rollout(env, agent, seed=rec.day_seed)
             assert rec.mean_wait == pytest.approx(alone.mean_wait, rel=1e-12)
+
+
+def test_a_guide_on_a_risk_row_is_moved_inside_the_margin(setup):
+    """A guide exactly on a risk row breaks the row tightened by the margin: the waits give no
+    reason to move, yet the answer must move inside (the guide's certificate does not apply)."""
+    from baselines.slack_guided import _polytope_vertices
+    from baselines.slack_lp import SlackLPSolution
+
+    env, guide, _ = setup
+    u = env.unwrapped
+    m = u.game.n_methods
+    a_risk, b_risk = u.polytopes.A_ub[:, :m], u.polytopes.b_ub[:, :m]
+    verts = _polytope_vertices(a_risk, b_risk)  # vertices of the untightened polytopes
+    policy = np.array(guide.policy)
+    on_row = []
+    for c in range(verts.shape[0]):
+        v = verts[c][~np.isnan(verts[c, :, 0])]
+        slack = b_risk[c] - v @ a_risk[c].T
+        hit = np.flatnonzero((np.abs(slack) < 1e-12).any(axis=1))
+        if hit.size:
+            policy[:, c] = v[hit[0]]
+            on_row.append(c)
+    assert len(on_row) > 10
+    edge = SlackLPSolution(policy=policy, window_edges=guide.window_edges,
+                           expected_counts=guide.expected_counts,
+                           utilisation=guide.utilisation, risk_bound=guide.risk_bound)
+    lp = PerPassengerLP(u.game, u.polytopes, 1.0, guide=edge)
+    cats = np.array(on_row)
+    waits = np.zeros((cats.size, u.game.n_teams))
+    times = np.full(cats.size, 100.0)
+    pi = lp.solve_batch(cats, waits, times)
+    assert (np.einsum("bmt,bt->bm", lp._a_risk[cats], pi) <= lp._b_risk[cats] + 1e-12).all()
+    for i, c in enumerate(cats.tolist()):
+        best = highs_optimum(lp, c, waits[i], 100.0)
+        assert objective(lp, c, waits[i], 100.0, pi[i]) == pytest.approx(best, abs=1e-9)

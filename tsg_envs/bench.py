@@ -569,9 +569,12 @@ class AgentCost:
         agent: The agent's name.
         days: Days rolled out at once per evaluation.
         s_per_day: Median CPU seconds per day of :func:`tsg_envs.harness.evaluate`, the
-            agent's set-up (its factory: LPs solved, models built) included.
+            agent's set-up (its factory: LPs solved, models built) included; the instance's
+            window LP and polytopes are cached beforehand (the LP agent's own set-up is free).
         lp_s_per_day: The same for the static LP agent, timed alternately with it.
         ratio: Median over the repeats of agent / LP.
+        cold_ratio: The same ratio when every evaluation also builds the instance (window LP,
+            polytopes) from scratch, the LP's set-up included too.
     """
 
     agent: str
@@ -579,6 +582,7 @@ class AgentCost:
     s_per_day: float
     lp_s_per_day: float
     ratio: float
+    cold_ratio: float = float("nan")
 
 
 def agent_costs(
@@ -588,13 +592,17 @@ def agent_costs(
     """CPU per day of each agent through the harness against the static LP's (item 1 of #35).
 
     Each repeat evaluates the LP and then every agent on the same ``days`` days of instance 0
-    (one batch), set-up included; the ratio to that repeat's LP time is taken and the median
-    over repeats reported. The environment's LP and polytopes are cached before timing (every
-    agent reads the same ones). Agents of the ``baselines`` package are skipped when it cannot
-    be imported.
+    (one batch), set-up included, twice: with the instance's window LP and polytopes cached
+    (as after the environment's construction; the LP agent then costs its rollout alone), and
+    cold, with those caches cleared before each evaluation (every agent, the LP included, pays
+    the instance's construction). The ratio to that repeat's LP time is taken and the median
+    over repeats reported. Agents of the ``baselines`` package are skipped when it cannot be
+    imported.
     """
     import importlib
 
+    from tsg_envs import env as env_module
+    from tsg_envs import lp as lp_module
     from tsg_envs.harness import Unit, evaluate
     from tsg_envs.rollout import CentreAgent, LPAgent
     from tsg_envs.seeds import evaluation_day_seeds
@@ -609,27 +617,34 @@ def agent_costs(
             factories[name] = module.make_agent
     seeds = evaluation_day_seeds(days)
     unit = Unit(env_id, 0)
-    gym.make(env_id).close()  # the LP and polytopes, cached for every agent alike
-    times: dict[str, list[float]] = {name: [] for name in ("lp", *agents) if
-                                     name == "lp" or name in factories}
+    names = ["lp", *(name for name in agents if name in factories)]
+    times: dict[tuple[str, bool], list[float]] = {(n, c): [] for n in names for c in (0, 1)}
     for _ in range(repeats):
-        for name in times:
-            factory = LPAgent if name == "lp" else factories[name]
-            t0 = time.process_time()
-            evaluate({name: factory}, [unit], seeds, batch=days)
-            times[name].append((time.process_time() - t0) / days)
-    lp = np.array(times.pop("lp"))
-    return [AgentCost(name, days, float(np.median(t)), float(np.median(lp)),
-                      float(np.median(np.array(t) / lp))) for name, t in times.items()]
+        for cold in (False, True):
+            for name in names:
+                if cold:
+                    lp_module._CACHE.clear()
+                    env_module._POLYTOPE_CACHE.clear()
+                else:
+                    gym.make(env_id).close()  # the LP and polytopes, cached for every agent alike
+                factory = LPAgent if name == "lp" else factories[name]
+                t0 = time.process_time()
+                evaluate({name: factory}, [unit], seeds, batch=days)
+                times[name, cold].append((time.process_time() - t0) / days)
+    lp, lp_cold = np.array(times["lp", False]), np.array(times["lp", True])
+    return [AgentCost(name, days, float(np.median(times[name, False])), float(np.median(lp)),
+                      float(np.median(np.array(times[name, False]) / lp)),
+                      float(np.median(np.array(times[name, True]) / lp_cold)))
+            for name in names[1:]]
 
 
 def format_agents(rows: list[AgentCost]) -> str:
     """Markdown table of :func:`agent_costs`."""
     lines = ["| agent | days at once | CPU s / day (set-up included) | static LP, CPU s / day "
-             "| agent / LP |", "|---|---:|---:|---:|---:|"]
+             "| agent / LP | agent / LP, instance built cold |", "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r.agent} | {r.days} | {r.s_per_day:.4f} | {r.lp_s_per_day:.4f} "
-                     f"| **{r.ratio:.1f}x** |")
+                     f"| **{r.ratio:.1f}x** | {r.cold_ratio:.1f}x |")
     return "\n".join(lines)
 
 
