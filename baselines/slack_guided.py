@@ -194,12 +194,11 @@ class PerPassengerLP:
         self._feasible = (self._rhs >= -_PRIMAL_TOL).all(axis=-1)  # π^slack meets b − margin
         self._tight = (self._rhs <= _PRIMAL_TOL) & self._feasible[..., None]
         self._pairs = ii, jj = np.triu_indices(t, 1)
-        # 1 / (A_ki − A_kj) for every tight row k of the guide (0 where not tight or parallel),
-        # (W, C, M, pairs); and -inf for the teams outside the guide's support, (W, C, T).
+        # 1 / (A_ki − A_kj) for every row k and pair of teams (0 where parallel), (C, M, pairs);
+        # -inf for the teams outside the guide's support, (W, C, T).
         diff = a_risk[:, :, ii] - a_risk[:, :, jj]
         with np.errstate(divide="ignore"):
-            inv = np.where(diff != 0.0, 1.0 / np.where(diff != 0.0, diff, 1.0), 0.0)
-        self._cross = inv[None] * self._tight[..., None]
+            self._cross = np.where(diff != 0.0, 1.0 / np.where(diff != 0.0, diff, 1.0), 0.0)
         self._outside = np.where(self._p > 0.0, 0.0, -np.inf)
         self._cols = [[tuple(col) for col in ac.T.tolist()] for ac in a_risk]  # A_{:,t} per c
 
@@ -288,7 +287,8 @@ class PerPassengerLP:
         # z_k where teams i and j cross on tight row k, (w_j − w_i) / (A_ki − A_kj); 0 where they
         # never cross or the row is not tight (F(0) > 2μ here: the greedy start moved mass, so
         # those candidates prove nothing).
-        z = (cost_w[:, jj] - cost_w[:, ii])[:, None, :] * self._cross[win, cats]
+        z = ((cost_w[:, jj] - cost_w[:, ii])[:, None, :] * self._cross[cats]
+             * self._tight[win, cats][:, :, None])
         np.maximum(z, 0.0, out=z)
         # Teams first, so the reductions over teams run over whole blocks of candidates:
         # g is (T, n, M, pairs).
