@@ -180,7 +180,7 @@ class PerPassengerLP:
         self.max_pivots = int(max_pivots)
         t, m = game.n_teams, game.n_methods
         self._t, self._m = t, m
-        self._bias = self.reference._bias
+        self._bias = self.reference.bias
         a_risk = np.asarray(polytopes.A_ub[:, :m, :], dtype=float)  # (C, M, T)
         b_risk = np.asarray(polytopes.b_ub[:, :m], dtype=float) - float(margin)
         self._a_risk, self._b_risk = a_risk, b_risk
@@ -497,12 +497,12 @@ class HighsPerPassengerLP:
         self.guide = guide if mu > 0 else None
         self._t = t = game.n_teams
         m = game.n_methods
-        self._bias = tie_break * capacity_use(game)
+        self.bias = tie_break * capacity_use(game)
         if prices is not None:
             prices = np.asarray(prices, dtype=float)
             if prices.shape != (t,) or not np.isfinite(prices).all():
                 raise ValueError(f"prices must be {t} finite numbers, got {prices!r}")
-            self._bias = self._bias + prices
+            self.bias = self.bias + prices
         self._n_col = 2 * t if self.mu > 0 else t
         self._cols = np.arange(self._n_col, dtype=np.int32)
         self._cost = np.full(self._n_col, self.mu)
@@ -541,7 +541,7 @@ class HighsPerPassengerLP:
             a = np.vstack([a_risk, np.ones((1, t))])
             lo = np.concatenate([np.full(m, -np.inf), [1.0]])
             hi = np.concatenate([b_risk, [1.0]])
-        canonical = np.concatenate([self._bias, np.full(self._n_col - t, self.mu)])
+        canonical = np.concatenate([self.bias, np.full(self._n_col - t, self.mu)])
         h = highs_model(
             canonical, sparse.csc_array(a), lo, hi,
             np.zeros(self._n_col), np.full(self._n_col, np.inf),
@@ -582,7 +582,7 @@ class HighsPerPassengerLP:
                 self._window[category] = w
         cost = self._cost
         cost[:t] = waits
-        cost[:t] += self._bias
+        cost[:t] += self.bias
         h.changeColsCost(self._n_col, self._cols, cost)
         h.clearSolver()  # forget the last solve, then warm-start from the canonical basis
         h.setBasis(self._basis[category])

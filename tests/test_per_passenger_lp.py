@@ -39,7 +39,7 @@ def setup():
 def highs_optimum(lp: PerPassengerLP, c: int, waits: np.ndarray, time: float) -> float:
     """HiGHS's optimal value of the passenger's LP, at feasibility tolerances of 1e-10."""
     t, m = lp._t, lp._m
-    cost = waits + lp._bias
+    cost = waits + lp.reference.bias
     a_risk, b_risk = lp._a_risk[c], lp._b_risk[c]
     if lp.mu == 0:
         a = np.vstack([a_risk, np.ones((1, t))])
@@ -63,7 +63,7 @@ def highs_optimum(lp: PerPassengerLP, c: int, waits: np.ndarray, time: float) ->
 
 def objective(lp: PerPassengerLP, c: int, waits: np.ndarray, time: float,
               pi: np.ndarray) -> float:
-    value = float(pi @ (waits + lp._bias))
+    value = float(pi @ (waits + lp.reference.bias))
     if lp.mu > 0:
         value += lp.mu * float(np.abs(pi - lp.guide.policy[lp.guide.window_of(time), c]).sum())
     return value

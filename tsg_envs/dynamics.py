@@ -68,8 +68,9 @@ def truncated_normal_ppf(u: np.ndarray, a: float, b: float) -> np.ndarray:
     The same arithmetic as SciPy's ``truncnorm`` (its ``_ppf``, which ``truncnorm.rvs`` applies
     to ``random_state.uniform``), on scalar bounds and without its per-element bookkeeping:
     log Φ(x) = log(Φ(a) + u (Φ(b) − Φ(a))) in log space (logsumexp of two terms, written out as
-    SciPy's ``logsumexp`` computes it), then ``ndtri_exp``; bit for bit the same numbers
-    (``tests/test_vector.py``), about eight times faster. For a ≥ 0 the mirrored formula.
+    SciPy's ``logsumexp`` computes it), then ``ndtri_exp``: for a ≤ 0 < b (an arrival cut-off
+    before the mean, every registered id) bit for bit the same numbers (``tests/test_vector.py``),
+    about eight times faster. For a > 0 the mirrored formula, equal to rounding.
     """
     u = np.asarray(u, dtype=float)
     if a < 0:
@@ -88,13 +89,14 @@ def _norm_logcdf(x: float) -> float:
 
 
 def _log_gauss_mass(a: float, b: float) -> float:
-    """log(Φ(b) − Φ(a)), computed as SciPy's ``truncnorm`` computes it."""
-    try:
-        from scipy.stats._continuous_distns import _log_gauss_mass as scipy_mass
+    """log(Φ(b) − Φ(a)) for a < b, b > 0.
 
-        return float(scipy_mass(np.array([a]), np.array([b]))[0])
-    except ImportError:  # pragma: no cover - SciPy moved its private helper
-        return float(np.log(special.ndtr(b) - special.ndtr(a)))
+    For a ≤ 0 < b as SciPy's ``truncnorm`` computes it, log1p(−Φ(a) − Φ(−b)), bit for bit; for
+    0 < a < b (an arrival cut-off past the mean) in the right tail, log(Φ(−a) − Φ(−b)).
+    """
+    if a <= 0.0:
+        return float(special.log1p(-special.ndtr(np.float64(a)) - special.ndtr(np.float64(-b))))
+    return float(np.log(special.ndtr(np.float64(-a)) - special.ndtr(np.float64(-b))))
 
 
 def _time_order(times: np.ndarray) -> np.ndarray:
