@@ -462,6 +462,10 @@ def test_bench_vector_and_harness_rows_are_well_formed() -> None:
     (h,) = bench.harness_speeds("tsg/Screening-Window-5F-v1", days=2, agents=("lp",))
     assert h.agent == "lp" and h.days == 2 and h.speedup == pytest.approx(
         h.loop_s_per_day / h.harness_s_per_day)
+    (c,) = bench.agent_costs("tsg/Screening-Window-5F-v1", days=2, repeats=1, agents=("centre",))
+    assert c.agent == "centre" and c.days == 2 and c.ratio == pytest.approx(
+        c.s_per_day / c.lp_s_per_day) and c.cold_ratio > 0
+    assert "| centre | 2 |" in bench.format_agents([c])
 
 
 def test_docstring_arguments_table_matches_the_signature() -> None:
