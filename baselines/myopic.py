@@ -3,9 +3,10 @@
 The slack-guided LP with μ = 0: each passenger gets the allocation inside its category's
 polytope minimising its own expected wait π·w given the teams' current waits, with the same
 tie-break (ε s_t, least capacity use; see :mod:`baselines.slack_guided`). It is greedy: it
-loads whichever resources are idle now, ignoring the passengers that will need them soon. One
-HiGHS model per category, built once; per passenger only the costs change (each solve starts
-from the category's canonical basis, so that ``act`` is a pure function of its inputs).
+loads whichever resources are idle now, ignoring the passengers that will need them soon. The
+LP's optimum is a vertex of the polytope, so each passenger gets the cheapest of its category's
+vertices, enumerated once at construction (ties: the first; see
+:class:`baselines.slack_guided.PerPassengerLP`), batched over days in ``act_batch``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ import argparse
 import dataclasses
 import os
 import platform
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +33,16 @@ import gymnasium as gym
 import numpy as np
 
 import tsg_envs
+from benchmarks.lp import (
+    BOUND_CORNERS,
+    ConstructionCost,
+    LPAgreement,
+    construct_corner,
+    construction_costs,
+    format_bounds,
+    format_lp_agreement,
+    lp_agreement,
+)
 from tsg_envs import family
 from tsg_envs.env import DEFAULT_RISK_SLACK
 from tsg_envs.game import GameConfig
@@ -55,6 +64,9 @@ __all__ = [
     "harness_speeds",
     "format_harness",
     "VectorSpeed",
+    "AgentCost",
+    "agent_costs",
+    "format_agents",
     "vector_speeds",
     "format_vector",
     "BenchConfig",
@@ -283,127 +295,6 @@ def format_report(
     return "\n".join(lines)
 
 
-#: The corners of the documented input bounds (:mod:`tsg_envs.validation`), each the most
-#: expensive construction its bounds admit: name -> (what it pushes, ``ScreeningEnv`` kwargs).
-#: ``"csv:<long day>"`` is replaced by a generated schedule of 250 departures over 48 hours.
-BOUND_CORNERS: dict[str, tuple[str, dict]] = {
-    "flights": (
-        "500 flights (MAX_FLIGHTS; 2,500 categories x 10 teams = MAX_ALLOCATIONS), day horizon",
-        {"config": GameConfig(horizon="day", n_flights=500)},
-    ),
-    "passengers": (
-        "100 flights of 1,000 passengers (MAX_PASSENGERS), day horizon",
-        {"config": GameConfig(horizon="day", n_flights=100, flight_size_range=(1000, 1000))},
-    ),
-    "day-window": (
-        "a 3,563-minute day (departures over 48 h, arrival lead 720 min) cut into 15-minute LP "
-        "windows: 238 windows x 1,250 categories x 10 teams, near MAX_LP_SIZE",
-        {
-            "config": GameConfig(
-                horizon="day", n_flights=None, schedule="csv:<long day>",
-                arrival_mean=120.0, arrival_std=200.0,
-            ),
-            "lp_window_minutes": 15.0,
-        },
-    ),
-    "teams-methods": (
-        "10 resources (45 teams), 10 methods, 10 risk levels, 55 flights (24,750 allocations)",
-        {"config": GameConfig(horizon="day", n_flights=55, n_resources=10, n_methods=10,
-                              n_risk_levels=10)},
-    ),
-}
-
-
-@dataclass(frozen=True)
-class ConstructionCost:
-    """Construction of one bound corner, measured in a fresh process.
-
-    Attributes:
-        corner: Key of :data:`BOUND_CORNERS`.
-        description: What it pushes to its bound.
-        wall_seconds: Wall time of ``ScreeningEnv(**kwargs)`` (LP, polytopes included).
-        cpu_seconds: CPU time of the same.
-        peak_mib: Peak resident memory of the whole process (imports included), MiB.
-        n_passengers: Passengers of the day.
-        n_categories: Categories.
-        n_teams: Teams.
-        n_windows: LP windows.
-    """
-
-    corner: str
-    description: str
-    wall_seconds: float
-    cpu_seconds: float
-    peak_mib: float
-    n_passengers: int
-    n_categories: int
-    n_teams: int
-    n_windows: int
-
-
-def _construct_corner(name: str) -> dict:
-    """Build one corner's env in this process and return its costs (the child's job)."""
-    import resource
-    import tempfile
-
-    description, kwargs = BOUND_CORNERS[name]
-    kwargs = dict(kwargs)
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = kwargs["config"]
-        if cfg.schedule == "csv:<long day>":
-            path = Path(tmp) / "long_day.csv"
-            times = np.sort(np.random.default_rng(0).uniform(0.0, 2879.0, 250))
-            path.write_text("minutes\n" + "\n".join(f"{x:.1f}" for x in times) + "\n")
-            kwargs["config"] = cfg.replace(schedule=f"csv:{path}")
-        c0, t0 = time.process_time(), time.perf_counter()
-        env = tsg_envs.ScreeningEnv(**kwargs)
-        c1, t1 = time.process_time(), time.perf_counter()
-    g = env.game
-    return dataclasses.asdict(
-        ConstructionCost(
-            corner=name,
-            description=description,
-            wall_seconds=t1 - t0,
-            cpu_seconds=c1 - c0,
-            peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-            n_passengers=g.n_passengers,
-            n_categories=g.n_categories,
-            n_teams=g.n_teams,
-            n_windows=env.lp_solution.n_windows,
-        )
-    )
-
-
-def construction_costs(corners: tuple[str, ...] = tuple(BOUND_CORNERS)) -> list[ConstructionCost]:
-    """Construction time and peak memory at each bound corner, each in a fresh process."""
-    import json
-    import sys
-
-    rows = []
-    for name in corners:
-        out = subprocess.run(
-            [sys.executable, "-m", "benchmarks.envs", "--construct", name],
-            check=True, capture_output=True, text=True, cwd=ROOT,
-        ).stdout
-        rows.append(ConstructionCost(**json.loads(out.strip().splitlines()[-1])))
-    return rows
-
-
-def format_bounds(rows: list[ConstructionCost]) -> str:
-    """Markdown table of :func:`construction_costs`."""
-    lines = [
-        "| corner | passengers | categories x teams | LP windows | construction, s "
-        "(CPU) | peak memory, MiB |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.description} | {r.n_passengers:,} | {r.n_categories:,} x {r.n_teams} "
-            f"| {r.n_windows} | {r.wall_seconds:.1f} ({r.cpu_seconds:.1f}) | {r.peak_mib:.0f} |"
-        )
-    return "\n".join(lines)
-
-
 @dataclass(frozen=True)
 class VectorSpeed:
     """Sub-environment steps per second of the native vector env against SyncVectorEnv.
@@ -413,7 +304,8 @@ class VectorSpeed:
         infeasible: Share of proposals outside their polytope (projected by the env).
         native_sps: Native ``gym.make_vec`` (vector entry point), sub-env steps per CPU second.
         sync_sps: ``SyncVectorEnv`` over the single environment, the same.
-        ratio: native / sync (median over alternating block pairs).
+        ratio: native / sync, over the whole timed span.
+        resets: Sub-environment day resets inside the timed span (each side makes the same).
     """
 
     n: int
@@ -421,22 +313,25 @@ class VectorSpeed:
     native_sps: float
     sync_sps: float
     ratio: float
+    resets: int = 0
 
 
 def vector_speeds(
     env_id: str = "tsg/Screening-v1",
     sizes: tuple[int, ...] = (1, 16, 256, 1024),
     infeasible: tuple[float, ...] = (0.0, 0.1),
-    sub_steps: int = 20_000,
-    pairs: int = 3,
+    days: float = 2.0,
+    blocks: int = 6,
     seed: int = 0,
 ) -> list[VectorSpeed]:
     """Native vector env vs ``SyncVectorEnv`` in the same process, alternating blocks.
 
     Every step gets a fresh action array, gathered from precomputed proposals of each waiting
     category (feasible ones, and with probability ``infeasible`` a point of the simplex outside
-    the polytope, which the env projects), so both sides pay the same for their actions. Each
-    block runs about ``sub_steps`` sub-environment steps; CPU time; median ratio over ``pairs``.
+    the polytope, which the env projects), so both sides pay the same for their actions. The
+    timed span is ``days`` days of steps (a day is the instance's passengers plus the autoreset
+    step), cut into ``blocks`` blocks that alternate between the two envs, so every day's end
+    and reset (drawing the next day's arrivals) is inside it; CPU time; ratio of the totals.
     """
     rows = []
     for n in sizes:
@@ -449,44 +344,48 @@ def vector_speeds(
         bad = rng.dirichlet(np.full(good.shape[1], 0.2), size=good.shape[0])
         bad_ok = polys.violation(bad, cats) > 1e-3  # keep only proposals that are outside
         bad[~bad_ok] = np.eye(good.shape[1])[rng.integers(good.shape[1], size=(~bad_ok).sum())]
-        steps = max(1, sub_steps // n)
+        steps = max(1, int(round(days * (native.game.n_passengers + 1))))
+        cuts = np.linspace(0, steps, blocks + 1).round().astype(int)
         for share in infeasible:
             flips = rng.random((steps, n)) < share
-            ratios, nat, syn = [], [], []
+            state = []
             for env in (native, sync):
-                env.reset(seed=seed)
-            infos = [native.reset(seed=seed)[1], sync.reset(seed=seed)[1]]
-            for _ in range(pairs):
-                times = []
-                for k, env in enumerate((native, sync)):
-                    info = infos[k]
+                state.append([env.reset(seed=seed)[1], np.zeros(n, dtype=bool), 0.0, 0])
+            for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+                for env, st in zip((native, sync), state, strict=True):
+                    info, term, _, resets = st
                     t0 = time.process_time()
-                    for j in range(steps):
+                    for j in range(lo, hi):
+                        resets += int(term.sum())  # rows whose day ended: this step resets them
                         c = np.maximum(info["category"], 0)
                         a = np.where(flips[j][:, None], bad[c], good[c])
-                        info = env.step(a)[4]
-                    times.append(time.process_time() - t0)
-                    infos[k] = info
-                nat.append(steps * n / times[0])
-                syn.append(steps * n / times[1])
-                ratios.append(times[1] / times[0])
-            rows.append(VectorSpeed(n, share, float(np.median(nat)), float(np.median(syn)),
-                                    float(np.median(ratios))))
+                        _, _, term, _, info = env.step(a)
+                    st[:] = [info, term, st[2] + time.process_time() - t0, resets]
+            (nat_s, nat_r), (syn_s, syn_r) = ((st[2], st[3]) for st in state)
+            if nat_r != syn_r:  # pragma: no cover - both step the same days
+                raise RuntimeError(f"resets differ: native {nat_r}, sync {syn_r}")
+            rows.append(VectorSpeed(n, share, steps * n / nat_s, steps * n / syn_s,
+                                    syn_s / nat_s, nat_r))
         native.close()
         sync.close()
     return rows
 
 
 def format_vector(rows: list[VectorSpeed]) -> str:
-    """Markdown table of :func:`vector_speeds`."""
+    """Markdown table of :func:`vector_speeds`.
+
+    Results from before resets were counted (every row's ``resets`` 0) keep their old table.
+    """
+    counted = any(r.resets for r in rows)
     lines = [
         "| N | infeasible proposals | native, sub-env steps/s | SyncVectorEnv, steps/s "
-        "| native / sync |",
-        "|---:|---:|---:|---:|---:|",
+        + ("| day resets timed " if counted else "") + "| native / sync |",
+        "|---:|---:|---:|---:|---:|" + ("---:|" if counted else ""),
     ]
     for r in rows:
+        resets = f"| {r.resets:,} " if counted else ""
         lines.append(f"| {r.n} | {r.infeasible:.0%} | {r.native_sps:,.0f} | {r.sync_sps:,.0f} "
-                     f"| **{r.ratio:.1f}x** |")
+                     f"{resets}| **{r.ratio:.1f}x** |")
     return "\n".join(lines)
 
 
@@ -555,80 +454,92 @@ def format_harness(rows: list[HarnessSpeed], protocol_hours: float | None = None
 
 
 @dataclass(frozen=True)
-class LPAgreement:
-    """How far one instance's LP policy moves with the solver path and with a reordering.
+class AgentCost:
+    """One agent's CPU per day through the harness, against the static LP's in the same run.
 
     Attributes:
-        family: The game family (``"window-10F"``, ``"shift-10F"``, ...).
-        instance_seed: The instance.
-        path_policy: Largest |π - π_default| over the HiGHS paths (simplex, interior point,
-            each with presolve on and off).
-        path_psi: Largest |ψ - ψ_default| over those paths.
-        perm_policy: Largest |π(permuted game) - permuted π| for one random reordering of
-            resources, teams, flights, levels and methods at once.
-        perm_psi: The same for ψ.
+        agent: The agent's name.
+        days: Days rolled out at once per evaluation.
+        s_per_day: Median CPU seconds per day of :func:`tsg_envs.harness.evaluate`, the
+            agent's set-up (its factory: LPs solved, models built) included; the instance's
+            window LP and polytopes are cached beforehand (the LP agent's own set-up is free).
+        lp_s_per_day: The same for the static LP agent, timed alternately with it.
+        ratio: Median over the repeats of agent / LP.
+        cold_ratio: The same ratio when every evaluation also builds the instance (window LP,
+            polytopes) from scratch, the LP's own set-up then counted too.
     """
 
-    family: str
-    instance_seed: int
-    path_policy: float
-    path_psi: float
-    perm_policy: float
-    perm_psi: float
+    agent: str
+    days: int
+    s_per_day: float
+    lp_s_per_day: float
+    ratio: float
+    cold_ratio: float = float("nan")
 
 
-#: Game families of :func:`lp_agreement`: label -> (config, LP window minutes).
-LP_FAMILIES: dict[str, tuple[GameConfig, float | None]] = {
-    "window-10F": (GameConfig(horizon="window", n_flights=10), None),
-    "window-20F": (GameConfig(horizon="window", n_flights=20), None),
-    "shift-10F": (GameConfig(), 60.0),
-    "day-20F": (GameConfig(horizon="day", n_flights=20), 60.0),
-}
+def agent_costs(
+    env_id: str = "tsg/Screening-v1", days: int = 20, repeats: int = 5,
+    agents: tuple[str, ...] = ("slack-guided", "myopic", "slack-lp", "centre"),
+) -> list[AgentCost]:
+    """CPU per day of each agent through the harness against the static LP's (item 1 of #35).
+
+    Each repeat evaluates the LP and then every agent on the same ``days`` days of instance 0
+    (one batch), set-up included, with the instance's window LP and polytopes cached (as after
+    the environment's construction; the LP agent then costs its rollout alone); the ratio to
+    that repeat's LP time is taken and the median over repeats reported. The cold ratio adds to
+    both the instance's construction from scratch (its window LP and polytopes, timed in the
+    same repeat), as every evaluation would pay without the caches. Agents of the ``baselines``
+    package are skipped when it cannot be imported.
+    """
+    import importlib
+
+    from tsg_envs.harness import Unit, evaluate
+    from tsg_envs.rollout import CentreAgent, LPAgent
+    from tsg_envs.seeds import evaluation_day_seeds
+
+    factories: dict[str, Callable[[gym.Env], object]] = {"centre": CentreAgent}
+    for name in agents:
+        if name not in factories:
+            try:
+                module = importlib.import_module(f"baselines.{name.replace('-', '_')}")
+            except ImportError:  # pragma: no cover - baselines not installed
+                continue
+            factories[name] = module.make_agent
+    seeds = evaluation_day_seeds(days)
+    unit = Unit(env_id, 0)
+    names = ["lp", *(name for name in agents if name in factories)]
+    times: dict[str, list[float]] = {n: [] for n in names}
+    build: list[float] = []
+    env = gym.make(env_id)  # the LP and polytopes, cached for every agent alike
+    u = env.unwrapped
+    for _ in range(repeats):
+        for name in names:
+            factory = LPAgent if name == "lp" else factories[name]
+            t0 = time.process_time()
+            evaluate({name: factory}, [unit], seeds, batch=days)
+            times[name].append((time.process_time() - t0) / days)
+        # The instance's construction from scratch (what every agent's evaluation would add
+        # without the caches): the window LP and the polytopes of a game with no cache key.
+        fresh = dataclasses.replace(u.game, key=None)
+        t0 = time.process_time()
+        sol = solve_window_lp(fresh, u.lp_window_minutes)
+        build_polytopes(fresh, sol.psi * (1.0 + u.risk_slack))
+        build.append((time.process_time() - t0) / days)
+    env.close()
+    lp, extra = np.array(times["lp"]), np.array(build)
+    return [AgentCost(name, days, float(np.median(times[name])), float(np.median(lp)),
+                      float(np.median(np.array(times[name]) / lp)),
+                      float(np.median((np.array(times[name]) + extra) / (lp + extra))))
+            for name in names[1:]]
 
 
-def lp_agreement(seeds: range | tuple[int, ...] = range(20)) -> list[LPAgreement]:
-    """:class:`LPAgreement` for every family of :data:`LP_FAMILIES` and seed."""
-    from tsg_envs.lp import SolverPath
-
-    rows = []
-    for label, (config, minutes) in LP_FAMILIES.items():
-        for seed in seeds:
-            game = make_game(config, seed)
-            ref = solve_window_lp(game, minutes)
-            dp = dpsi = 0.0
-            for solver in ("simplex", "ipm"):
-                for presolve in (True, False):
-                    sol = solve_window_lp(game, minutes, path=SolverPath(solver, presolve))
-                    dp = max(dp, float(np.abs(sol.policy - ref.policy).max()))
-                    dpsi = max(dpsi, float(np.abs(sol.psi - ref.psi).max()))
-            rng = np.random.default_rng(seed)
-            tp, rp, fp = (rng.permutation(n)
-                          for n in (game.n_teams, game.n_resources, game.n_flights))
-            lv, mp = rng.permutation(game.n_risk_levels), rng.permutation(game.n_methods)
-            perm = game.reordered(resources=rp, teams=tp, methods=mp, levels=lv, flights=fp)
-            psol = solve_window_lp(perm, minutes)
-            old = (lv[:, None] * game.n_flights + fp[None, :]).reshape(-1)
-            rows.append(LPAgreement(
-                family=label, instance_seed=int(seed), path_policy=dp, path_psi=dpsi,
-                perm_policy=float(np.abs(psol.policy - ref.policy[:, old][:, :, tp]).max()),
-                perm_psi=float(np.abs(psol.psi - ref.psi[lv]).max()),
-            ))
-    return rows
-
-
-def format_lp_agreement(rows: list[LPAgreement]) -> str:
-    """Markdown table per family: the worst and the median disagreement."""
-    lines = ["| games | instances | policy vs solver path, max / median | policy vs reordering, "
-             "max / median | ψ, max | instances within 1e-7 |", "|---|---:|---:|---:|---:|---:|"]
-    for label in dict.fromkeys(r.family for r in rows):
-        rs = [r for r in rows if r.family == label]
-        path = np.array([r.path_policy for r in rs])
-        perm = np.array([r.perm_policy for r in rs])
-        psi = max(max(r.path_psi, r.perm_psi) for r in rs)
-        within = int(sum(max(r.path_policy, r.perm_policy) <= 1e-7 for r in rs))
-        lines.append(f"| {label} | {len(rs)} | {path.max():.1e} / {np.median(path):.1e} "
-                     f"| {perm.max():.1e} / {np.median(perm):.1e} | {psi:.1e} "
-                     f"| {within} of {len(rs)} |")
+def format_agents(rows: list[AgentCost]) -> str:
+    """Markdown table of :func:`agent_costs`."""
+    lines = ["| agent | days at once | CPU s / day (set-up included) | static LP, CPU s / day "
+             "| agent / LP | agent / LP, instance built cold |", "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.agent} | {r.days} | {r.s_per_day:.4f} | {r.lp_s_per_day:.4f} "
+                     f"| **{r.ratio:.1f}x** | {r.cold_ratio:.1f}x |")
     return "\n".join(lines)
 
 
@@ -656,6 +567,7 @@ FORMATTERS: dict[str, Callable[[list[dict]], str]] = {
     "bounds": lambda rows: format_bounds([ConstructionCost(**r) for r in rows]),
     "vector": lambda rows: format_vector([VectorSpeed(**r) for r in rows]),
     "harness": lambda rows: format_harness([HarnessSpeed(**r) for r in rows]),
+    "agents": lambda rows: format_agents([AgentCost(**r) for r in rows]),
     "speed": _format_speed,
     "family": lambda rows: family.format_family([family.FamilyRow(**r) for r in rows]),
     "lp-agreement": lambda rows: format_lp_agreement([LPAgreement(**r) for r in rows]),
@@ -716,6 +628,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the evaluation harness vs the per-day loop (LP, centre, "
                         "slack-guided; 100 days, --quick: 5), written to JSON and the README's "
                         "harness block; nothing else is run")
+    parser.add_argument("--agents", metavar="JSON", default=None,
+                        help="CPU per day of the LP-based agents (slack-guided, myopic, slack-lp, "
+                        "centre) through the harness against the static LP's, 20 days at once, "
+                        "set-up included (--quick: 2 days, 1 repeat), written to JSON and the "
+                        "README's agents block; nothing else is run")
     parser.add_argument("--speed", metavar="JSON", default=None,
                         help="write the default run (env speed vs CartPole, LP timings) to JSON "
                         "and the README's speed block")
@@ -738,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.construct:
         import json
 
-        print(json.dumps(_construct_corner(args.construct)))
+        print(json.dumps(construct_corner(args.construct)))
         return 0
     if args.lp_agreement:
         arows = lp_agreement(range(2 if args.quick else (args.instances or 20)))
@@ -753,9 +670,14 @@ def main(argv: list[str] | None = None) -> int:
         hrows = harness_speeds(args.env, days=5 if args.quick else 100)
         _publish("harness", args.harness, args.readme, hrows, args.env)
         return 0
+    if args.agents:
+        crows = agent_costs(args.env, days=2 if args.quick else 20,
+                            repeats=1 if args.quick else 5)
+        _publish("agents", args.agents, args.readme, crows, args.env)
+        return 0
     if args.vector:
         sizes = (1, 16) if args.quick else (1, 16, 256, 1024)
-        vrows = vector_speeds(args.env, sizes=sizes, sub_steps=2000 if args.quick else 20_000)
+        vrows = vector_speeds(args.env, sizes=sizes, days=1.0 if args.quick else 2.0)
         _publish("vector", args.vector, args.readme, vrows, args.env)
         return 0
     if args.bounds:

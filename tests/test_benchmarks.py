@@ -51,13 +51,18 @@ def test_bench_vector_and_harness_rows_are_well_formed() -> None:
     from benchmarks import envs as bench
 
     rows = bench.vector_speeds("tsg/Screening-Window-5F-v1", sizes=(1, 2), infeasible=(0.0,),
-                               sub_steps=50, pairs=1)
+                               days=1.0, blocks=2)
     assert [r.n for r in rows] == [1, 2]
     assert all(r.native_sps > 0 and r.sync_sps > 0 and r.ratio > 0 for r in rows)
+    assert [r.resets for r in rows] == [1, 2]  # one day's end and reset per sub-environment
     assert "| 2 | 0% |" in bench.format_vector(rows)
     (h,) = bench.harness_speeds("tsg/Screening-Window-5F-v1", days=2, agents=("lp",))
     assert h.agent == "lp" and h.days == 2 and h.speedup == pytest.approx(
         h.loop_s_per_day / h.harness_s_per_day)
+    (c,) = bench.agent_costs("tsg/Screening-Window-5F-v1", days=2, repeats=1, agents=("centre",))
+    assert c.agent == "centre" and c.days == 2 and c.ratio == pytest.approx(
+        c.s_per_day / c.lp_s_per_day) and c.cold_ratio > 0
+    assert "| centre | 2 |" in bench.format_agents([c])
 
 
 # benchmarks.training --------------------------------------------------------------------------

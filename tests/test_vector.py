@@ -249,3 +249,25 @@ def test_batched_arrivals_equal_the_single_sampler(config_kwargs: dict) -> None:
         for field in ("times", "categories", "thetas", "flights"):
             np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
     assert [r.random() for r in batch_rngs] == [r.random() for r in single_rngs]
+
+
+@pytest.mark.parametrize("cutoff", [30.0, 90.0, 120.0])  # a < 0 (the usual), a = 0, a > 0
+def test_arrival_draws_are_scipys_truncnorm_bit_for_bit(cutoff: float) -> None:
+    """The closed-form inverse CDF draws exactly what ``scipy.stats.truncnorm.rvs`` draws from
+    the same generator for a cut-off before the mean (so committed results keep their days),
+    and the same to rounding past it."""
+    from scipy import stats
+
+    from tsg_envs.dynamics import truncated_normal_ppf
+
+    mean, std = 90.0, 45.0
+    a = (cutoff - mean) / std
+    check = (np.testing.assert_array_equal if a <= 0 else
+             lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-13))
+    for seed in range(20):
+        want = stats.truncnorm.rvs(a, 3.0, loc=mean, scale=std, size=937,
+                                   random_state=np.random.default_rng(seed))
+        got = truncated_normal_ppf(np.random.default_rng(seed).uniform(size=937), a, 3.0)
+        check(got * std + mean, want)
+    u = np.random.default_rng(0).uniform(size=(4, 500))
+    check(truncated_normal_ppf(u, a, 3.0), stats.truncnorm.ppf(u, a, 3.0))

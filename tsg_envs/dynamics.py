@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from tsg_envs.game import Game
 
@@ -29,13 +29,16 @@ QueueMode = Literal["expected", "sampled"]
 
 __all__ = [
     "Arrivals",
+    "ArrivalsBatch",
     "BatchStepResult",
     "DayBatch",
+    "draw_arrivals_batch",
     "sample_arrivals",
     "sample_arrivals_batch",
     "ScreeningDay",
     "StepResult",
     "team_waits",
+    "truncated_normal_ppf",
 ]
 
 
@@ -59,24 +62,80 @@ class Arrivals:
         return int(self.times.shape[0])
 
 
+def truncated_normal_ppf(u: np.ndarray, a: float, b: float) -> np.ndarray:
+    """The standard normal truncated to [a, b], its inverse CDF at ``u``: draws from uniforms.
+
+    The same arithmetic as SciPy's ``truncnorm`` (its ``_ppf``, which ``truncnorm.rvs`` applies
+    to ``random_state.uniform``), on scalar bounds and without its per-element bookkeeping:
+    log Φ(x) = log(Φ(a) + u (Φ(b) − Φ(a))) in log space (logsumexp of two terms, written out as
+    SciPy's ``logsumexp`` computes it), then ``ndtri_exp``: for a ≤ 0 < b (an arrival cut-off
+    before the mean, every registered id) bit for bit the same numbers (``tests/test_vector.py``),
+    about eight times faster. For a > 0 the mirrored formula, equal to rounding.
+    """
+    u = np.asarray(u, dtype=float)
+    if a < 0:
+        first, second = _norm_logcdf(a), np.log(u) + _log_gauss_mass(a, b)
+    else:
+        first, second = _norm_logcdf(-b), np.log1p(-u) + _log_gauss_mass(a, b)
+    high = np.maximum(second, first)
+    low = np.minimum(second, first)
+    log_phi = np.log1p(np.exp(low - high)) + high
+    x = special.ndtri_exp(log_phi)
+    return x if a < 0 else -x
+
+
+def _norm_logcdf(x: float) -> float:
+    return float(special.log_ndtr(np.float64(x)))
+
+
+def _log_gauss_mass(a: float, b: float) -> float:
+    """log(Φ(b) − Φ(a)) for a < b, b > 0.
+
+    For a ≤ 0 < b as SciPy's ``truncnorm`` computes it, log1p(−Φ(a) − Φ(−b)), bit for bit; for
+    0 < a < b (an arrival cut-off past the mean) in the right tail, log(Φ(−a) − Φ(−b)).
+    """
+    if a <= 0.0:
+        return float(special.log1p(-special.ndtr(np.float64(a)) - special.ndtr(np.float64(-b))))
+    return float(np.log(special.ndtr(np.float64(-a)) - special.ndtr(np.float64(-b))))
+
+
+def _time_order(times: np.ndarray) -> np.ndarray:
+    """``argsort(times, kind="stable")`` along the last axis, faster.
+
+    Where a row's times are all distinct every sort gives the same order, so the quick (not
+    stable) sort is used and only rows with a tie are sorted again, stably.
+    """
+    order = np.argsort(times, axis=-1)
+    ranked = np.take_along_axis(times, order, axis=-1)
+    tied = (ranked[..., 1:] == ranked[..., :-1]).any(axis=-1)
+    if np.any(tied):
+        order[tied] = np.argsort(times[tied], axis=-1, kind="stable")
+    return order
+
+
+def _arrival_offsets(game: Game, uniforms: np.ndarray) -> np.ndarray:
+    """X = mean + std · ppf(u): minutes before departure, from the day's uniforms."""
+    mean, std, cutoff = game.arrival_mean, game.arrival_std, game.arrival_cutoff
+    return truncated_normal_ppf(uniforms, (cutoff - mean) / std, 3.0) * std + mean
+
+
 def sample_arrivals(game: Game, rng: np.random.Generator) -> Arrivals:
     """Draw one day's passengers: each of flight κ's n_κ passengers arrives at d_κ - X.
 
     X ~ Normal(arrival_mean, arrival_std) truncated to [arrival_cutoff, arrival_mean + 3 std]
-    (std = 0: X = arrival_mean); θ ~ q_θ independently. Sorted by time (stable, so ties keep
-    flight order).
+    (std = 0: X = arrival_mean), drawn as ``scipy.stats.truncnorm.rvs`` would (n uniforms
+    through the inverse CDF, :func:`truncated_normal_ppf`); θ ~ q_θ independently. Sorted by
+    time (stable, so ties keep flight order).
     """
     flights = np.repeat(np.arange(game.n_flights), game.flight_sizes)
     n = flights.shape[0]
-    mean, std, cutoff = game.arrival_mean, game.arrival_std, game.arrival_cutoff
-    if std > 0:
-        a, b = (cutoff - mean) / std, 3.0
-        x = stats.truncnorm.rvs(a, b, loc=mean, scale=std, size=n, random_state=rng)
+    if game.arrival_std > 0:
+        x = _arrival_offsets(game, rng.uniform(size=n))
     else:
-        x = np.full(n, mean)
+        x = np.full(n, game.arrival_mean)
     times = game.departures[flights] - x
     thetas = rng.choice(game.n_risk_levels, size=n, p=game.risk_mix)
-    order = np.argsort(times, kind="stable")
+    order = _time_order(times)
     times, flights, thetas = times[order], flights[order], thetas[order]
     times = np.clip(times, 0.0, game.day_length)
     return Arrivals(
@@ -87,35 +146,67 @@ def sample_arrivals(game: Game, rng: np.random.Generator) -> Arrivals:
     )
 
 
-def sample_arrivals_batch(game: Game, rngs: list[np.random.Generator]) -> list[Arrivals]:
+@dataclass(frozen=True)
+class ArrivalsBatch:
+    """Several days' passengers in arrival order, one row per day (:class:`Arrivals` stacked).
+
+    Attributes:
+        times: (D, N) arrival times.
+        categories: (D, N).
+        thetas: (D, N).
+        flights: (D, N).
+    """
+
+    times: np.ndarray
+    categories: np.ndarray
+    thetas: np.ndarray
+    flights: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.times.shape[0])
+
+    def day(self, i: int) -> Arrivals:
+        """Day ``i`` as :class:`Arrivals`."""
+        return Arrivals(times=self.times[i], categories=self.categories[i],
+                        thetas=self.thetas[i], flights=self.flights[i])
+
+
+def draw_arrivals_batch(game: Game, rngs: list[np.random.Generator]) -> ArrivalsBatch:
     """:func:`sample_arrivals` for several days at once, one generator per day, bit for bit.
 
     Each generator makes exactly the draws :func:`sample_arrivals` makes (``n`` uniforms for
-    the truncated normal, then the risk levels); the truncated normal's inverse CDF, which is
-    what ``truncnorm.rvs`` applies to those uniforms, then runs once over every day.
+    the truncated normal, then ``n`` for the risk levels, which ``Generator.choice`` turns into
+    levels by a search in the cumulative mix); the arithmetic then runs once over every day.
     """
     flights = np.repeat(np.arange(game.n_flights), game.flight_sizes)
     n = flights.shape[0]
-    mean, std, cutoff = game.arrival_mean, game.arrival_std, game.arrival_cutoff
-    uniforms, thetas = [], []
-    for rng in rngs:
-        if std > 0:
-            uniforms.append(rng.uniform(size=n))
-        thetas.append(rng.choice(game.n_risk_levels, size=n, p=game.risk_mix))
-    if std > 0:
-        a = (cutoff - mean) / std
-        x = stats.truncnorm.ppf(np.stack(uniforms), a, 3.0, loc=mean, scale=std)
-    else:
-        x = np.full((len(rngs), n), mean)
+    std = game.arrival_std
+    # Generator.uniform(size=n) then .random(n) are the next 2n doubles of the stream, which
+    # one .random(2n) call draws (the same numbers, the same state after).
+    k = 2 if std > 0 else 1
+    draws = np.empty((len(rngs), k * n))
+    for i, rng in enumerate(rngs):
+        draws[i] = rng.random(k * n)
+    draws = draws.reshape(len(rngs), k, n).transpose(1, 0, 2)
+    cdf = np.cumsum(game.risk_mix)
+    cdf /= cdf[-1]
+    # cdf.searchsorted(u, side="right") (what Generator.choice does), as a count of cdf <= u.
+    thetas = np.zeros((len(rngs), n), dtype=np.int64)
+    for edge in cdf[:-1].tolist():
+        thetas += draws[-1] >= edge
+    x = _arrival_offsets(game, draws[0]) if std > 0 else np.full((len(rngs), n), game.arrival_mean)
     times = game.departures[flights][None, :] - x
-    order = np.argsort(times, axis=1, kind="stable")
+    order = _time_order(times)
     times = np.clip(np.take_along_axis(times, order, axis=1), 0.0, game.day_length)
-    out = []
-    for i in range(len(rngs)):
-        fl, th = flights[order[i]], thetas[i][order[i]]
-        out.append(Arrivals(times=times[i], categories=th * game.n_flights + fl, thetas=th,
-                            flights=fl))
-    return out
+    fl = flights[order]
+    th = np.take_along_axis(thetas, order, axis=1)
+    return ArrivalsBatch(times=times, categories=th * game.n_flights + fl, thetas=th, flights=fl)
+
+
+def sample_arrivals_batch(game: Game, rngs: list[np.random.Generator]) -> list[Arrivals]:
+    """:func:`draw_arrivals_batch`, one :class:`Arrivals` per day."""
+    batch = draw_arrivals_batch(game, rngs)
+    return [batch.day(i) for i in range(len(batch))]
 
 
 def team_waits(queues: np.ndarray, rates: np.ndarray, team_members: np.ndarray) -> np.ndarray:
@@ -244,6 +335,13 @@ class ScreeningDay:
         """κ of the waiting passenger (-1 after the last)."""
         return -1 if self.index >= self._n else self._flights[self.index]
 
+    def waiting(self) -> tuple[int, int, int, float]:
+        """(category, θ, κ, τ) of the waiting passenger; -1 for the first three after the last."""
+        i = self.index
+        if i >= self._n:
+            return -1, -1, -1, self.clock
+        return self._cats[i], self._thetas[i], self._flights[i], self.clock
+
     def waits(self) -> np.ndarray:
         """Each team's current wait w_t, minutes, (T,) (a copy)."""
         return self.team_waits.copy()
@@ -331,12 +429,14 @@ class BatchStepResult(NamedTuple):
         waits: every team's wait at that moment, (n, T).
         wait: each passenger's wait (expected or realised), (n,).
         team: the drawn team in sampled mode, else -1, (n,).
+        screened: h_c of each passenger's category c after it, (n,).
     """
 
     queues: np.ndarray
     waits: np.ndarray
     wait: np.ndarray
     team: np.ndarray
+    screened: np.ndarray
 
 
 class DayBatch:
@@ -376,9 +476,15 @@ class DayBatch:
         self._cats = np.full((self.n, p + 1), -1, dtype=np.int64)
         self._thetas = np.full((self.n, p + 1), -1, dtype=np.int64)
         self._flights = np.full((self.n, p + 1), -1, dtype=np.int64)
+        self._gaps = np.zeros((self.n, p + 1))  # t_{k+1} - t_k, 0 after the last passenger
         self._p = p
         self._rows = np.arange(self.n)
+        self._no_team = np.full(self.n, -1, dtype=np.int64)
+        self._row_base = self._rows * game.n_categories  # flat index of each row's history
         self._index = np.full(self.n, p, dtype=np.int64)  # not started: "done"
+        # The index every row is at when all rows are at the same one (None: they are not): a
+        # step then reads its passengers as columns instead of gathering them row by row.
+        self._lockstep: int | None = p
         self._clock = np.zeros(self.n)
         self._queues = np.zeros((self.n, r))
         self._history = np.zeros((self.n, game.n_categories), dtype=np.int64)
@@ -386,25 +492,36 @@ class DayBatch:
         self._gather()
 
     # State ---------------------------------------------------------------------------
-    def reset(self, arrivals: list[Arrivals], rows: np.ndarray | None = None) -> None:
+    def reset(self, arrivals: list[Arrivals] | ArrivalsBatch, rows: np.ndarray | None = None
+              ) -> None:
         """Start the given rows' days (all rows when ``rows`` is None) with empty queues."""
         rows = self._rows if rows is None else np.asarray(rows, dtype=np.int64)
         if len(arrivals) != rows.shape[0]:
             raise ValueError(f"need one Arrivals per reset row, got {len(arrivals)} for "
                              f"{rows.shape[0]} rows")
-        for row, arr in zip(rows.tolist(), arrivals, strict=True):
-            if len(arr) != self._p:
-                raise ValueError(
-                    f"a day of this instance has {self._p} passengers, got {len(arr)}"
-                )
-            self._times[row, :-1] = arr.times
-            self._times[row, -1] = arr.times[-1]
-            self._cats[row, :-1] = arr.categories
-            self._thetas[row, :-1] = arr.thetas
-            self._flights[row, :-1] = arr.flights
+        if not isinstance(arrivals, ArrivalsBatch):
+            for arr in arrivals:
+                if len(arr) != self._p:
+                    raise ValueError(
+                        f"a day of this instance has {self._p} passengers, got {len(arr)}"
+                    )
+            arrivals = ArrivalsBatch(*(np.stack([getattr(a, f) for a in arrivals]) if len(
+                arrivals) else np.empty((0, self._p)) for f in ("times", "categories", "thetas",
+                                                               "flights")))
+        elif arrivals.times.shape[1:] != (self._p,):
+            raise ValueError(f"a day of this instance has {self._p} passengers, got "
+                             f"{arrivals.times.shape[1:]}")
+        self._times[rows, :-1] = arrivals.times
+        self._times[rows, -1] = arrivals.times[:, -1]
+        self._cats[rows, :-1] = arrivals.categories
+        self._thetas[rows, :-1] = arrivals.thetas
+        self._flights[rows, :-1] = arrivals.flights
+        self._gaps[rows, :-1] = np.diff(self._times[rows], axis=1)
         self._index[rows] = 0
         self._queues[rows] = 0.0
         self._history[rows] = 0
+        first = int(self._index[0])
+        self._lockstep = first if bool((self._index == first).all()) else None
         self._refresh()
         self._gather()
 
@@ -419,6 +536,11 @@ class DayBatch:
 
     def _gather(self) -> None:
         """The waiting passenger of every row (the sentinel column after the last)."""
+        k = self._lockstep
+        if k is not None:
+            self._category = self._cats[:, k]
+            self._clock = self._times[:, k]
+            return
         rows, idx = self._rows, self._index
         self._category = self._cats[rows, idx]
         self._clock = self._times[rows, idx]
@@ -441,12 +563,16 @@ class DayBatch:
     @property
     def theta(self) -> np.ndarray:
         """θ of each row's waiting passenger (-1 after the last), int (N,)."""
-        return self._thetas[self._rows, self._index]
+        k = self._lockstep
+        return self._thetas[:, k].copy() if k is not None else self._thetas[self._rows,
+                                                                             self._index]
 
     @property
     def flight(self) -> np.ndarray:
         """κ of each row's waiting passenger (-1 after the last), int (N,)."""
-        return self._flights[self._rows, self._index]
+        k = self._lockstep
+        return self._flights[:, k].copy() if k is not None else self._flights[self._rows,
+                                                                               self._index]
 
     @property
     def clock(self) -> np.ndarray:
@@ -492,14 +618,14 @@ class DayBatch:
         rows = self._rows if every else np.asarray(rows, dtype=np.int64)
         idx = self._index if every else self._index[rows]
         cats = self._category if every else self._category[rows]
-        if np.any(cats < 0):
+        if cats.min(initial=0) < 0:
             raise RuntimeError("a day is over: reset it before stepping")
         queues_before = self._queues if every else self._queues[rows]
         waits = self._waits if every else self._waits[rows]
         if self.queue_mode == "expected":
             wait = np.einsum("nt,nt->n", allocation, waits)
             queues = queues_before + allocation @ self._members
-            team = np.full(rows.shape[0], -1, dtype=np.int64)
+            team = self._no_team[:rows.shape[0]].copy()
         else:
             if u is None:
                 raise ValueError("sampled queue mode needs u")
@@ -508,17 +634,30 @@ class DayBatch:
             team = np.minimum(team, allocation.shape[1] - 1)
             wait = waits[np.arange(rows.shape[0]), team]
             queues = queues_before + self._members[team]
-        self._history[rows, cats] += 1
-        idx = idx + 1
+        # h_c += 1 through flat indices (one category per row, so no index repeats).
+        flat = self._history.reshape(-1)
+        at = (self._row_base if every else self._row_base[rows]) + cats
+        screened = flat[at] + 1
+        flat[at] = screened
         # Drain the gap to the next arrival (zero after the last: the sentinel repeats it).
-        gap = self._times[rows, idx] - self._times[rows, idx - 1]
-        queues = np.maximum(queues - gap[:, None] * self._rates, 0.0)
+        k = self._lockstep
+        if every and k is not None:
+            gap = self._gaps[:, k]
+            self._lockstep = k + 1
+        else:
+            gap = self._gaps[rows, idx]
+            self._lockstep = None
+        queues -= gap[:, None] * self._rates
+        np.maximum(queues, 0.0, out=queues)
         if every:
-            self._index = idx
+            self._index = idx + 1
             self._queues = queues
         else:
-            self._index[rows] = idx
+            self._index[rows] = idx + 1
             self._queues[rows] = queues
+            first = int(self._index[0])
+            if bool((self._index == first).all()):
+                self._lockstep = first
         self._refresh()
         self._gather()
-        return BatchStepResult(queues_before, waits, wait, team)
+        return BatchStepResult(queues_before, waits, wait, team, screened)

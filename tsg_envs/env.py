@@ -357,9 +357,32 @@ class ScreeningEnv(gym.Env):
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Screen the waiting passenger with ``action`` and move to the next arrival."""
         day = self._day
-        if day.done:
-            raise RuntimeError("episode is over: call reset() before step()")
         c = day.category
+        if c < 0:
+            raise RuntimeError("episode is over: call reset() before step()")
+        # The hot path: a finite proposal of the right shape, on the simplex to within the
+        # tolerance and non-negative (what a constrained agent proposes). The same numbers as
+        # _measure and the general path below, with fewer calls; anything else goes there.
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape == self._action_shape:
+            p = a.tolist()
+            amin = min(p)
+            if amin >= 0.0 and max(p) <= _HUGE:  # NaN fails these comparisons
+                try:
+                    total = math.fsum(p)
+                except (OverflowError, ValueError):
+                    total = math.nan
+                rows = max((self._a_risk_list[c].dot(a) - self._b_risk_list[c]).tolist())
+                dev = abs(total - 1.0)  # NaN (some entry is NaN) fails the test below
+                if dev <= FEASIBILITY_TOL and rows <= FEASIBILITY_TOL:
+                    viol = max(0.0, rows, dev)
+                    if total == 1.0:
+                        executed = a.copy() if a is action else a
+                    else:
+                        executed = a / total
+                        if rows + self._row_scale_list[c] * dev * 2.0 > FEASIBILITY_TOL - 1e-12:
+                            executed = self._reproject(executed, c)
+                    return self._advance(c, executed, 0.0, viol)
         a, excess, total, amin, viol, rows = self._measure(action, c)
         penalty = 0.0
         if viol > FEASIBILITY_TOL:
@@ -402,35 +425,41 @@ class ScreeningEnv(gym.Env):
                 or rows + self._row_scale_list[c] * abs(total - 1.0) * 2.0
                 > FEASIBILITY_TOL - 1e-12
             ):
-                exec_excess = self._a_risk_list[c].dot(executed) - self._b_risk_list[c]
-                if max(exec_excess.tolist()) > FEASIBILITY_TOL:
-                    executed = alpha_project(
-                        executed,
-                        self.polytopes.centers[c],
-                        self.polytopes.A_ub[c],
-                        self.polytopes.b_ub[c],
-                    )
+                executed = self._reproject(executed, c)
+        return self._advance(c, executed, penalty, viol)
+
+    def _reproject(self, executed: np.ndarray, c: int) -> np.ndarray:
+        """α-project a renormalised proposal if renormalising pushed a risk row past the tol."""
+        exec_excess = self._a_risk_list[c].dot(executed) - self._b_risk_list[c]
+        if max(exec_excess.tolist()) > FEASIBILITY_TOL:
+            return alpha_project(executed, self.polytopes.centers[c], self.polytopes.A_ub[c],
+                                 self.polytopes.b_ub[c])
+        return executed
+
+    def _advance(self, c: int, executed: np.ndarray, penalty: float, viol: float
+                 ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Screen the waiting passenger (category ``c``) with ``executed``; the step's return."""
+        day = self._day
         result = day.step(executed, self.np_random)
-        self._last_wait = result.wait
-        reward = -result.wait - penalty
+        wait = result.wait
+        self._last_wait = wait
         # The observation changes only where the state did: the history entry of the category
         # just screened is updated here, the rest is written by _write_state().
-        h = self._history_start + c
-        self._obs_buf[h] = day.screened(c) * self._inv_expected_list[c]
-        waiting = day.index < day.n_passengers
+        self._obs_buf[self._history_start + c] = day.screened(c) * self._inv_expected_list[c]
+        nxt, theta, flight, clock = day.waiting()
         info = {
-            "category": day.category,
-            "theta": day.theta,
-            "flight": day.flight,
-            "time": day.clock,
+            "category": nxt,
+            "theta": theta,
+            "flight": flight,
+            "time": clock,
             "queues": result.queues,
-            "wait": result.wait,
+            "wait": wait,
             "penalty": penalty,
             "proposed_violation": viol,
             "executed_action": executed,
             "team": result.team,
         }
-        return self._write_state(), reward, not waiting, False, info
+        return self._write_state(nxt), -wait - penalty, nxt < 0, False, info
 
     def check_action(self, action: Any) -> float:
         """Check a proposal for the waiting passenger as :meth:`step` would, without stepping.
@@ -526,12 +555,16 @@ class ScreeningEnv(gym.Env):
         }
 
     # Internals ---------------------------------------------------------------------------
-    def _write_state(self) -> np.ndarray:
-        """Write everything but the history into the observation buffer; return a copy."""
+    def _write_state(self, c: int | None = None) -> np.ndarray:
+        """Write everything but the history into the observation buffer; return a copy.
+
+        ``c``: the waiting category, if at hand.
+        """
         day = self._day
         buf = self._obs_buf
         buf[self._onehot_pos] = 0.0
-        c = day.category
+        if c is None:
+            c = day.category
         self._onehot_pos = self._category_start + c if c >= 0 else self._category_start
         if c >= 0:
             buf[self._onehot_pos] = 1.0

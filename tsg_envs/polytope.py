@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
 
 from tsg_envs import highs
@@ -194,8 +195,62 @@ def _hull_norms(a: np.ndarray) -> np.ndarray:
     return np.linalg.norm(a - a.mean(axis=-1, keepdims=True), axis=-1)
 
 
-def _centre(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, float, float]:
+class _DenseModels:
+    """One HiGHS object that solves a sequence of small dense LPs and QPs.
+
+    The same models as :func:`tsg_envs.highs.model` builds (silent, ``random_seed`` 0, the
+    matrix column-wise without its zeros), passed into one ``Highs`` object instead of a new
+    one each: ``passModel`` replaces the model and discards the last solve, so each solve is
+    the one a fresh object makes (bit for bit, ``tests/test_polytope.py``), without the cost of
+    making the object and a scipy matrix every time.
+    """
+
+    def __init__(self) -> None:
+        highs.silence_banner()
+        self._h = h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("random_seed", 0)
+
+    def solve(self, cost: np.ndarray, a: np.ndarray, row_lo: np.ndarray, row_hi: np.ndarray,
+              col_lo: np.ndarray, col_hi: np.ndarray, hessian_diag: np.ndarray | None = None
+              ) -> tuple[np.ndarray, float]:
+        """(x, objective) of min cᵀx (+ ½ xᵀ diag(h) x) s.t. the bounds; dense ``a``."""
+        inf = highspy.kHighsInf
+        cols = a.T  # column-wise, zeros dropped (as scipy's CSC of a dense matrix)
+        nz = cols != 0.0
+        lp = highspy.HighsLp()
+        lp.num_col_ = n = int(cost.shape[0])
+        lp.num_row_ = int(a.shape[0])
+        lp.col_cost_ = np.asarray(cost, dtype=float)
+        lp.col_lower_ = np.clip(col_lo, -inf, inf)
+        lp.col_upper_ = np.clip(col_hi, -inf, inf)
+        lp.row_lower_ = np.clip(row_lo, -inf, inf)
+        lp.row_upper_ = np.clip(row_hi, -inf, inf)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.r_[0, np.cumsum(nz.sum(axis=1))].astype(np.int32)
+        lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
+        lp.a_matrix_.value_ = cols[nz].astype(float)
+        h = self._h
+        if hessian_diag is None:
+            h.passModel(lp)
+        else:
+            full = highspy.HighsModel()
+            full.lp_ = lp
+            hess = highspy.HighsHessian()
+            hess.dim_ = n
+            hess.format_ = highspy.HessianFormat.kTriangular
+            hess.start_ = np.arange(n + 1, dtype=np.int32)
+            hess.index_ = np.arange(n, dtype=np.int32)
+            hess.value_ = np.asarray(hessian_diag, dtype=float)
+            full.hessian_ = hess
+            h.passModel(full)
+        return highs.run(h)
+
+
+def _centre(a_ub: np.ndarray, b_ub: np.ndarray, models: _DenseModels | None = None
+            ) -> tuple[np.ndarray, float, float]:
     """Chebyshev centre within {Σπ = 1}, tie broken toward uniform; returns (x, radius, r*)."""
+    solve = highs.solve if models is None else models.solve
     k, t = a_ub.shape
     norms = _hull_norms(a_ub)
     flat = norms <= 1e-12
@@ -214,7 +269,7 @@ def _centre(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, float, floa
     col_lo = np.full(t + 1, -np.inf)
     col_hi = np.concatenate([np.full(t, np.inf), [1.0]])
     try:
-        x, obj = highs.solve(cost, a, row_lo, row_hi, col_lo, col_hi)
+        x, obj = solve(cost, a, row_lo, row_hi, col_lo, col_hi)
     except RuntimeError:
         return np.full(t, 1.0 / t), 0.0, -np.inf
     r_star = -obj
@@ -229,7 +284,7 @@ def _centre(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, float, floa
     row_lo2 = np.concatenate([np.full(k, -np.inf), [1.0]])
     # ½‖x - u‖² = ½ xᵀx - uᵀx + const
     try:
-        y, _ = highs.solve(
+        y, _ = solve(
             -u, a2, row_lo2, row_hi2, np.full(t, -np.inf), np.full(t, np.inf), np.ones(t)
         )
     except RuntimeError:
@@ -264,8 +319,9 @@ def build_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
     b_ub = np.concatenate([b_risk, np.zeros((c, t))], axis=1)
     centers = np.empty((c, t))
     radii = np.empty(c)
+    models = _DenseModels()
     for ci in range(c):
-        x, radius, r_star = _centre(a_ub[ci], b_ub[ci])
+        x, radius, r_star = _centre(a_ub[ci], b_ub[ci], models)
         if r_star <= 1e-9 or radius <= 0:
             theta, flight = game.split_category(ci)
             best, pi = min_category_risk(game, int(theta), int(flight))

@@ -19,6 +19,7 @@ builds them.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,9 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from tsg_envs.dynamics import DayBatch, sample_arrivals_batch
+from tsg_envs.dynamics import DayBatch, draw_arrivals_batch
 from tsg_envs.env import ScreeningEnv
-from tsg_envs.polytope import FEASIBILITY_TOL, alpha_project
+from tsg_envs.polytope import ALPHA_SHRINK, FEASIBILITY_TOL
 
 __all__ = ["ScreeningVectorEnv", "make_screening_vector_env"]
 
@@ -81,7 +82,6 @@ class ScreeningVectorEnv(VectorEnv):
         # column of E, so a batch's rows are one (N, T) @ (T, M) product and two small gathers.
         self._risk_coef = (-g.attacker_prior[:, None, None] * g.attack_loss[None, :, :]).reshape(
             g.n_categories, m)
-        self._efficacy = np.ascontiguousarray(g.team_efficacy)
         self._inv_expected = 1.0 / np.maximum(g.expected_category_counts(), 1e-12)
         self._days = DayBatch(g, self.num_envs, single.queue_mode)
         self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
@@ -90,9 +90,25 @@ class ScreeningVectorEnv(VectorEnv):
         self._all = np.ones(self.num_envs, dtype=bool)
         self._all_idx = np.arange(self.num_envs)
         self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
-        self._hist_count = np.zeros((self.num_envs, g.n_categories), dtype=np.int64)
         # Largest |coefficient| of each category's risk rows (bounds |a·π| for π ≥ 0, Σπ ≈ 1).
         self._row_scale = np.abs(self.polytopes.A_ub[:, :m, :]).max(axis=(1, 2))
+        self._scale_max = float(self._row_scale.max())
+        self._centers = np.asarray(self.polytopes.centers)
+        self._centre_slack_t = np.ascontiguousarray(
+            (self._b_risk - self._risk_coef * (self._centers @ g.team_efficacy)).T)
+        # Method-major copies: a batch's risk rows are an (M, n) array, reduced over its first
+        # axis (numpy reduces a short last axis row by row, several times slower).
+        self._coef_t = np.ascontiguousarray(self._risk_coef.T)
+        self._b_risk_t = np.ascontiguousarray(self._b_risk.T)
+        self._efficacy_t = np.ascontiguousarray(g.team_efficacy.T)
+        self._ones = np.ones(g.n_teams)
+        self._pending = False  # some sub-environment's day ended: the next step resets it
+        # Flat indices into the observation buffer: each row's first category and history
+        # entries, and its one-hot now.
+        row_start = np.arange(self.num_envs) * self._obs.shape[1]
+        self._flat_category = row_start + self.obs_layout["category"].start
+        self._flat_history = row_start + self.obs_layout["history"].start
+        self._onehot = self._flat_category.copy()
 
     # Public helpers -------------------------------------------------------------------------
     def polytope(self, c: int):  # noqa: ANN201 (a Polytope)
@@ -136,6 +152,7 @@ class ScreeningVectorEnv(VectorEnv):
         rows = np.flatnonzero(mask)
         self._reset_rows(rows, [seeds[i] for i in rows.tolist()])
         self._autoreset[rows] = False
+        self._pending = bool(self._autoreset.any())
         infos: dict[str, Any] = {}
         self._waiting_infos(infos, mask)
         return self._observations(), infos
@@ -149,6 +166,8 @@ class ScreeningVectorEnv(VectorEnv):
         if a.shape != (n, t):
             raise ValueError(f"actions must have shape {(n, t)}, got {a.shape}")
         days = self._days
+        if not self._pending:  # the common step: every sub-environment screens a passenger
+            return self._step_all(a)
         cats = days.category
         autoreset = self._autoreset
         every = not autoreset.any()
@@ -196,11 +215,37 @@ class ScreeningVectorEnv(VectorEnv):
             self._waiting_infos(infos, autoreset)
             infos = {key: infos[key] for key in _ordered(infos)}
         self._autoreset = terminated.copy()
+        self._pending = bool(terminated.any())
         if every:
-            obs = self._observations((None, cats))
+            obs = self._observations((None, cats, res.screened))
         else:
             obs = self._observations()
         return obs, rewards, terminated, np.zeros(n, dtype=bool), infos
+
+    def _step_all(self, a: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """:meth:`step` when no sub-environment autoresets (every step but one a day)."""
+        n = self.num_envs
+        days = self._days
+        cats = days.category
+        if cats.min() < 0:
+            raise RuntimeError("a sub-environment was never reset: call reset() first")
+        executed, penalty, viol = self._check(a, cats)
+        u = None
+        if self.queue_mode == "sampled":
+            u = np.array([rng.random() for rng in self._rngs])
+        res = days.step(executed, None, u)
+        terminated = days.done
+        masks = iter(np.ones((len(STEP_INFO_KEYS), n), dtype=bool))  # one array per key
+        waiting = (days.category, days.theta, days.flight, days.clock)
+        infos: dict[str, Any] = {}
+        for key, value in zip(STEP_INFO_KEYS, (*waiting, res.queues, res.wait, penalty, viol,
+                                               executed, res.team), strict=True):
+            infos[key], infos[f"_{key}"] = value, next(masks)
+        self._autoreset = terminated
+        self._pending = bool(terminated.any())
+        obs = self._observations((None, cats, res.screened), waiting[0])
+        return obs, -res.wait - penalty, terminated.copy(), np.zeros(n, dtype=bool), infos
 
     def close_extras(self, **kwargs: Any) -> None:
         """Nothing to release."""
@@ -210,9 +255,8 @@ class ScreeningVectorEnv(VectorEnv):
         for row, seed in zip(rows.tolist(), seeds, strict=True):
             if seed is not None or self._rngs[row] is None:
                 self._rngs[row], _ = seeding.np_random(seed)
-        arrivals = sample_arrivals_batch(self.game, [self._rngs[r] for r in rows.tolist()])
+        arrivals = draw_arrivals_batch(self.game, [self._rngs[r] for r in rows.tolist()])
         self._days.reset(arrivals, rows)
-        self._hist_count = self._days.history
 
     def _check(
         self, a: np.ndarray, cats: np.ndarray
@@ -223,20 +267,26 @@ class ScreeningVectorEnv(VectorEnv):
         renormalised proposal runs (α-projected if renormalising could have crossed the
         tolerance and did); outside it ``invalid_action`` decides.
         """
-        with np.errstate(over="ignore", invalid="ignore"):
-            total = a.sum(axis=1)
+        lowest, highest = float(a.min()), float(a.max())
+        if not (math.isfinite(lowest) and math.isfinite(highest)):  # a NaN or inf entry
+            bad = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
+            raise ValueError(f"action must be finite, got {a[bad]} (row {bad} of the stepped)")
         huge = None
-        if not np.isfinite(total).all():  # a NaN or inf entry, or finite entries overflowing
-            if not np.isfinite(a).all():
-                bad = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
-                raise ValueError(f"action must be finite, got {a[bad]} (row {bad} of the stepped)")
-        if np.abs(a).max() > 1e150:
+        if max(highest, -lowest) > 1e150:  # row products could overflow: far off the simplex
             huge = np.abs(a).max(axis=1) > 1e150
-        with np.errstate(over="ignore", invalid="ignore"):
-            rows_ex = self._row_excess(a, cats)
-        rows = rows_ex.max(axis=1)
-        amin = a.min(axis=1)
-        viol = np.maximum(np.maximum(rows, np.abs(total - 1.0)), np.maximum(-amin, 0.0))
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = a @ self._ones
+                rows = self._row_excess(a, cats).max(axis=0)
+        else:
+            total = a @ self._ones
+            rows = self._row_excess(a, cats).max(axis=0)
+        dev = np.abs(total - 1.0)
+        viol = np.maximum(rows, dev)
+        amin = None
+        if lowest < 0:
+            amin = a.min(axis=1)
+            np.maximum(viol, -amin, out=viol)
+        np.maximum(viol, 0.0, out=viol)
         if huge is not None:
             viol[huge] = np.inf
         bad = viol > FEASIBILITY_TOL
@@ -250,19 +300,24 @@ class ScreeningVectorEnv(VectorEnv):
                 f"flight={flight}) by {viol[i]:.3g} > {FEASIBILITY_TOL:g} (row {i} of the stepped)"
             )
         penalty = np.zeros(a.shape[0])
-        neg = amin < 0
-        if not any_bad and not neg.any():
+        if not any_bad and amin is None:
             # The common case: every proposal within the tolerance and non-negative.
             executed = a / total[:, None]
-            risky = rows + self._row_scale[cats] * np.abs(total - 1.0) * 2.0
-            recheck = risky > FEASIBILITY_TOL - 1e-12
-            project = np.zeros(a.shape[0], dtype=bool)
+            # Renormalising moves a row by at most (largest coefficient) |Σπ - 1|: recheck the
+            # rows that could cross the tolerance (none, usually, by a bound over the batch).
+            if float(rows.max()) + self._scale_max * float(dev.max()) * 2.0 <= (
+                    FEASIBILITY_TOL - 1e-12):
+                recheck = None
+            else:
+                recheck = (rows + self._row_scale.take(cats) * dev * 2.0
+                           > FEASIBILITY_TOL - 1e-12)
+            project = None
         else:
             executed = np.maximum(a, 0.0)
             if huge is not None:  # scale before summing, so no sum overflows
                 big = huge & (executed.max(axis=1) > 0)
                 executed[big] /= executed[big].max(axis=1, keepdims=True)
-            sums = executed.sum(axis=1)
+            sums = executed @ self._ones if (amin is not None or huge is not None) else total
             empty = sums <= 0
             with np.errstate(invalid="ignore", divide="ignore"):
                 executed /= sums[:, None]
@@ -270,52 +325,88 @@ class ScreeningVectorEnv(VectorEnv):
                 executed[empty] = self.polytopes.centers[cats[empty]]
             if self.invalid_action == "penalize" and any_bad:
                 ex = self._row_excess(executed[bad], cats[bad])
-                penalty[bad] = self.violation_penalty * np.maximum(ex.max(axis=1), 0.0)
-            recheck = ~bad
-            project = bad if self.invalid_action == "project" else np.zeros_like(bad)
+                penalty[bad] = self.violation_penalty * np.maximum(ex.max(axis=0), 0.0)
+            # Within the tolerance, as in the common case: recheck what renormalising could
+            # have pushed across (clipped rows always).
+            with np.errstate(over="ignore", invalid="ignore"):
+                risky = rows + self._row_scale.take(cats) * dev * 2.0 > FEASIBILITY_TOL - 1e-12
+            if amin is not None:
+                risky |= amin < 0
+            recheck = ~bad & risky
+            project = bad if self.invalid_action == "project" else None
         # Within the tolerance a renormalised proposal that now breaks a row, and in project
         # mode every proposal outside it, is α-projected toward the centre.
-        if recheck.any():
+        if recheck is not None and recheck.any():
             r = np.flatnonzero(recheck)
             ex = self._row_excess(executed[r], cats[r])
-            project = project.copy()
-            project[r[ex.max(axis=1) > FEASIBILITY_TOL]] = True
-        if project.any():
-            pc = cats[project]
-            executed[project] = alpha_project(
-                executed[project], self.polytopes.centers[pc], self.polytopes.A_ub[pc],
-                self.polytopes.b_ub[pc],
-            )
+            over = r[ex.max(axis=0) > FEASIBILITY_TOL]
+            if over.size:
+                project = np.zeros(a.shape[0], dtype=bool) if project is None else project.copy()
+                project[over] = True
+        if project is not None and project.any():
+            executed[project] = self._project(executed[project], cats[project])
         return executed, penalty, viol
 
-    def _row_excess(self, x: np.ndarray, cats: np.ndarray) -> np.ndarray:
-        """a_m · x - b_m of every risk row of each row's category, (n, M)."""
-        return self._risk_coef[cats] * (x @ self._efficacy) - self._b_risk[cats]
+    def _project(self, s: np.ndarray, cats: np.ndarray) -> np.ndarray:
+        """:func:`~tsg_envs.polytope.alpha_project` of points of the simplex, on risk rows only.
 
-    def _observations(self, stepped: tuple[np.ndarray | None, np.ndarray] | None = None
-                      ) -> np.ndarray:
+        For s on the simplex the rows -π_t ≤ 0 never bind (their ratio y0_t / (y0_t - s_t) is
+        at least 1), so α is the least ratio over the M risk rows, each the same product as in
+        the full projection.
+        """
+        y0 = self._centers.take(cats, axis=0)
+        d = s - y0
+        ad = self._coef_t.take(cats, axis=1) * (self._efficacy_t @ d.T)  # (M, k)
+        slack = self._centre_slack_t.take(cats, axis=1)
+        up = ad > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(up, slack / np.where(up, ad, 1.0), np.inf)
+        alpha = np.minimum(1.0, ratio.min(axis=0))
+        alpha = np.where(alpha < 1.0, np.maximum(alpha * (1.0 - ALPHA_SHRINK), 0.0), 1.0)
+        return np.where(alpha[:, None] >= 1.0, s, y0 + alpha[:, None] * d)
+
+    def _row_excess(self, x: np.ndarray, cats: np.ndarray) -> np.ndarray:
+        """a_m · x - b_m of every risk row of each row's category, method-major (M, n)."""
+        return (self._coef_t.take(cats, axis=1) * (self._efficacy_t @ x.T)
+                - self._b_risk_t.take(cats, axis=1))
+
+    def _observations(
+        self, stepped: tuple[np.ndarray | None, np.ndarray, np.ndarray] | None = None,
+        waiting: np.ndarray | None = None,
+    ) -> np.ndarray:
         """The observation batch (a copy of a buffer kept current).
 
-        ``stepped`` = (rows or None for all, their categories just screened): only those
-        history entries changed; without it every row is rewritten (after a reset).
+        ``stepped`` = (rows or None for all, their categories just screened, those categories'
+        counts h_c now): only those history entries changed; without it every row is
+        rewritten (after a reset). ``waiting``: the waiting categories, if at hand.
         """
         days, lay, buf = self._days, self.obs_layout, self._obs
-        c = days.category
-        hist = lay["history"]
+        c = days.category if waiting is None else waiting
+        flat = buf.reshape(-1)
         if stepped is None:
-            buf[:, hist] = days.history * self._inv_expected
+            buf[:, lay["history"]] = days.history * self._inv_expected
+            buf[:, lay["category"]] = 0.0
         else:
-            rows, cats = stepped
-            rows = self._all_idx if rows is None else rows
-            count = self._hist_count
-            count[rows, cats] += 1
-            buf[rows, hist.start + cats] = count[rows, cats] * self._inv_expected[cats]
-        buf[:, lay["category"]] = 0.0
-        live = c >= 0
-        buf[self._all_idx[live], lay["category"].start + c[live]] = 1.0
+            # Only the screened categories' history entries changed; flat indices throughout
+            # (numpy's 1-D take/put beat its 2-D fancy indexing severalfold).
+            rows, cats, screened = stepped
+            at = self._flat_history if rows is None else self._flat_history[rows]
+            flat[at + cats] = screened * self._inv_expected.take(cats)
+            flat[self._onehot] = 0.0  # the last one-hots (or a zero already)
+        # Flat positions of the one-hots; a row with no one waiting points at its first
+        # category column and leaves it 0.
+        if c.min() >= 0:
+            self._onehot = self._flat_category + c
+            flat[self._onehot] = 1.0
+        else:
+            live = c >= 0
+            self._onehot = self._flat_category + np.where(live, c, 0)
+            flat[self._onehot] = live
         buf[:, lay["backlog"]] = days.backlog
         buf[:, lay["waits"]] = days.team_waits
-        buf[:, lay["clock"]] = np.minimum(days.clock / self.game.day_length, 1.0)[:, None]
+        clock = days.clock
+        clock /= self.game.day_length
+        buf[:, lay["clock"].start] = np.minimum(clock, 1.0, out=clock)
         return buf.copy()
 
     def _waiting_infos(self, infos: dict[str, Any], rows: np.ndarray) -> None:
