@@ -234,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bracket",
                         help="results folder (default results/bracket)")
     parser.add_argument("--cost", nargs="*", type=int, default=None, metavar="FLIGHTS",
-                        help="also time one day of Window-{N}F-v2 per flight count given")
+                        help="also time one day of Window-{N}F-v2 per flight count given, "
+                        "into cost.json")
     parser.add_argument("--render-only", action="store_true",
                         help="summarise the cached units only")
     args = parser.parse_args(argv)
@@ -250,20 +251,19 @@ def main(argv: list[str] | None = None) -> int:
                 for i in args.instances if unit_path(args.out, env_id, i).exists()]
         if docs:
             summary[env_id] = summarise(docs)
-    path = args.out / "summary.json"
-    old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    cost = old.get("cost", [])
-    if args.cost:
-        cost = [cost_row(f"tsg/Screening-Window-{n}F-v2") for n in args.cost]
-    payload = {"command": "python -m benchmarks.bracket " + " ".join(argv or sys.argv[1:]),
-               "machine": provenance(), "ids": summary, "cost": cost,
-               "table": format_table(summary), "cost_table": format_cost(cost) if cost else ""}
     args.out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    print(payload["table"])
-    if cost:
-        print()
-        print(payload["cost_table"])
+    if summary:
+        payload = {"command": "python -m benchmarks.bracket " + " ".join(argv or sys.argv[1:]),
+                   "machine": provenance(), "ids": summary, "table": format_table(summary)}
+        (args.out / "summary.json").write_text(json.dumps(payload, indent=1) + "\n",
+                                               encoding="utf-8")
+        print(payload["table"])
+    if args.cost:
+        rows = [cost_row(f"tsg/Screening-Window-{n}F-v2") for n in args.cost]
+        cost = {"command": "python -m benchmarks.bracket --cost " + " ".join(map(str, args.cost)),
+                "machine": provenance(), "rows": rows, "table": format_cost(rows)}
+        (args.out / "cost.json").write_text(json.dumps(cost, indent=1) + "\n", encoding="utf-8")
+        print(cost["table"])
     return 0
 
 
