@@ -2,7 +2,7 @@
 
 HiGHS (through ``highspy``, MIT licensed) solves the polytope centres (:mod:`tsg_envs.polytope`),
 the window LP (:mod:`tsg_envs.lp`) and the slack LP baseline (``baselines.slack_lp``). Models are
-silent and deterministic (``output_flag`` off, ``random_seed`` 0).
+silent, deterministic (``output_flag`` off, ``random_seed`` 0) and single-threaded.
 """
 
 from __future__ import annotations
@@ -70,6 +70,9 @@ def model(
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("random_seed", 0)
+    # One thread: the models are small to medium and solved serially, and on a many-core machine
+    # HiGHS's default (half the hardware threads per process) oversubscribes parallel workers.
+    h.setOptionValue("threads", 1)
     if solver is not None:
         h.setOptionValue("solver", solver)
     inf = highspy.kHighsInf
