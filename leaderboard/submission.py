@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
-import stat
 import sys
 import tempfile
 import traceback
@@ -84,20 +82,14 @@ def read_bounded(path: str | Path, limit: int) -> bytes:
     Raises:
         SubmissionError: not a regular file of at most ``limit`` bytes, or unreadable.
     """
+    from leaderboard.schema import read_regular_file
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO's open must not wait
+        return read_regular_file(path, limit)
     except OSError as err:
         raise SubmissionError(f"{path}: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise SubmissionError(f"{path} is not a regular file")
-        if st.st_size > limit:
-            raise SubmissionError(f"{path} is larger than {limit // 2**20} MiB")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise SubmissionError(f"{path} is larger than {limit // 2**20} MiB")
-    return data
+    except ValueError as err:
+        raise SubmissionError(str(err)) from None
 
 
 def check_template(template: str) -> None:

@@ -40,15 +40,16 @@ from leaderboard.suites import days_of
 from tsg_envs import FEASIBILITY_TOL
 from tsg_envs.harness import delay_ratio
 
-__all__ = ["SUMMARY_KEYS", "episode_problems", "summarize", "summary_differences",
-           "trusted_view"]
+__all__ = ["SUMMARY_KEYS", "cached_summary", "episode_problems", "recorded_reps", "summarize",
+           "summary_differences", "trusted_view"]
 
 #: The stored fields :func:`summarize` recomputes, per track.
 SUMMARY_KEYS = {"defender": ("aggregate", "track", "notes"),
                 "attacker": ("defenders", "notes")}
 
 
-def _reps(stored: Any) -> int:
+def recorded_reps(stored: Any) -> int:
+    """The bootstrap replications a stored summary block records (the default if none or odd)."""
     reps = stored.get("reps", BOOTSTRAP_REPS) if isinstance(stored, dict) else BOOTSTRAP_REPS
     ok = isinstance(reps, int) and not isinstance(reps, bool) and 1 <= reps <= MAX_REPS
     return reps if ok else BOOTSTRAP_REPS
@@ -150,12 +151,12 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
                          "can exceed the best response's expected gain")
         if days.kind != "fresh":
             notes.append(_days_note(days))
-        return {"defenders": aggregate_defenders(doc["units"], reps=_reps(first),
+        return {"defenders": aggregate_defenders(doc["units"], reps=recorded_reps(first),
                                                  with_reps=with_reps),
                 "notes": notes}
     if doc["status"] != "ok":
         return {"aggregate": None, "track": None, "notes": []}
-    agg = aggregate_units(doc["units"], reps=_reps(doc.get("aggregate")))
+    agg = aggregate_units(doc["units"], reps=recorded_reps(doc.get("aggregate")))
     track, notes = _defender_track(doc, agg)
     return {"aggregate": agg, "track": track, "notes": notes}
 
