@@ -80,6 +80,7 @@ __all__ = [
     "MAX_VIOLATION_PENALTY",
     "describe",
     "check_int",
+    "cli_real",
     "cli_int",
     "check_real",
     "check_choice",
@@ -180,6 +181,33 @@ def cli_int(low: int) -> Callable[[str], int]:
         return value
 
     parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def cli_real(low: float | None = None, *, low_open: bool = False,
+             high: float | None = None) -> Callable[[str], float]:
+    """An ``argparse`` ``type`` for a real number on a command line: finite, within the bounds.
+
+    ``inf``, ``nan`` and numbers out of range are usage errors, raised while the command line is
+    parsed (before anything runs), e.g. ``argument --unit-timeout: must be a finite number > 0,
+    got inf``.
+    """
+    import argparse
+
+    what = f"a finite number{_range_text(low, high, low_open, False)}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if (not math.isfinite(value) or (low is not None and (value <= low if low_open
+                                                               else value < low))
+                or (high is not None and value > high)):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+        return value
+
+    parse.__name__ = what
     return parse
 
 
