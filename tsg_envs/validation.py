@@ -40,6 +40,7 @@ bound                          value       what it limits
 :data:`MIN_PLAN_UTILISATION`   0.05        u, the share of capacity the static LP plans (<= 1)
 :data:`MAX_RISK_SLACK`         100         ``risk_slack`` (ψ = ψ^LP (1 + slack))
 :data:`MAX_VIOLATION_PENALTY`  1e6         ``violation_penalty`` (penalize mode)
+:data:`MAX_SCHEDULE_BYTES`     512 MiB     a ``csv:PATH`` schedule (a regular file only)
 =============================  ==========  ==================================================
 """
 
@@ -73,6 +74,7 @@ __all__ = [
     "MAX_DEPARTURE_SPAN",
     "MIN_PLAN_UTILISATION",
     "MAX_SCHEDULE_ROWS",
+    "MAX_SCHEDULE_BYTES",
     "MAX_RISK_SLACK",
     "MIN_ARRIVAL_STD",
     "RATE_RANGE",
@@ -84,6 +86,7 @@ __all__ = [
     "cli_int",
     "check_real",
     "check_choice",
+    "real_array",
     "check_real_array",
 ]
 
@@ -125,6 +128,8 @@ MAX_RISK_SLACK: float = 100.0
 MAX_VIOLATION_PENALTY: float = 1e6
 #: Data rows a schedule file may hold (a month of a large airport's departures fits).
 MAX_SCHEDULE_ROWS: int = 1_000_000
+#: Largest schedule file (bytes); it must be a regular file (not a pipe or a device).
+MAX_SCHEDULE_BYTES: int = 512 * 2**20
 
 
 def describe(value: Any) -> str:
@@ -232,6 +237,24 @@ def check_real(
     if high is not None and (v >= high if high_open else v > high):
         raise ValueError(f"{name} must be {what}, got {describe(value)}")
     return v
+
+
+def real_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float64 array, if it holds real numbers (a signed, unsigned or float dtype).
+
+    Complex numbers, booleans, strings, dates and times, and objects (``None``, a
+    ``Decimal``, a ``datetime``) are refused rather than converted: ``np.asarray(x, float)``
+    would drop an imaginary part, read ``True`` as 1.0 or ``"0.5"`` as 0.5. Shapes and values
+    are the caller's to check.
+
+    Raises:
+        TypeError: the array's dtype is not a real-number kind.
+    """
+    a = np.asarray(value)
+    if a.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {a.dtype} "
+                        f"(from a {type(value).__name__})")
+    return a.astype(np.float64, copy=False)
 
 
 def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
