@@ -325,9 +325,10 @@ def _cmd_key(args: argparse.Namespace) -> int:
 
 
 def _cmd_sign(args: argparse.Namespace) -> int:
-    from leaderboard.schema import SchemaError, load_result
+    from leaderboard.schema import SchemaError, load_result, metrics_digest
     from leaderboard.signing import sign_result
-    from leaderboard.summary import summary_differences
+    from leaderboard.suites import days_of
+    from leaderboard.summary import summarize, summary_differences
 
     problem = _result_paths(args.results)
     if problem:
@@ -336,6 +337,10 @@ def _cmd_sign(args: argparse.Namespace) -> int:
     for path in args.results:  # every file checked before any is rewritten
         try:
             doc = load_result(path)
+            if args.recompute:  # the rules changed: the summary again, from the same episodes
+                doc["days"] = days_of(doc).to_dict()
+                doc.update(summarize(doc))
+                doc["metrics_digest"] = metrics_digest(doc)
             problems = summary_differences(doc)
         except (SchemaError, ValueError) as err:
             return _usage(str(err))
@@ -599,6 +604,10 @@ def main(argv: list[str] | None = None) -> int:
     sg = sub.add_parser("sign", help="re-sign result files with this machine's key (a "
                         "maintainer's attestation; each file is checked first)")
     sg.add_argument("results", nargs="+", help="result JSON files")
+    sg.add_argument("--recompute", action="store_true",
+                    help="first recompute each result's summary (aggregate, track, notes) from "
+                    "its episodes under the current rules and record its days explicitly "
+                    "(after a change of the rules; the episodes are never touched)")
     sg.set_defaults(func=_cmd_sign)
 
     sub.add_parser("suites", help="list the suites").set_defaults(func=_cmd_suites)

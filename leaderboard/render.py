@@ -255,16 +255,21 @@ def _md_code(text: str) -> str:
 
 
 _MD_INTRO = """\
-Each row is one submission evaluated on every (environment id, instance) unit of a suite, on
-the same days of arrivals as every other row (`python -m leaderboard evaluate`). **Ratios** are
+Each row is one submission evaluated on every (environment id, instance) unit of a suite
+(`python -m leaderboard evaluate`), on days of arrivals drawn fresh when its evaluation started
+(recorded in its result; `--days public` rows, on the suite's published days, are labelled
+and never rank on the hard track). **Ratios** are
 per-episode delay ratios, reference mean wait / agent mean wait on the same instance and day
 (higher is better): against the static window LP (the paper's metric; the paper reports 1.25
 on average, 2.0 at best) and against slack-guided, the strongest non-learning baseline at the
 same ψ. Aggregates are interquartile means over (days × instances) with 95% stratified-bootstrap
 intervals in brackets (rliable; days are the runs, instances the tasks). **Worst-case risk /
 bound**: the largest, over instances, of the probed worst-case risk divided by Σ_θ ψ_θ.
-**Hard track**: no proposed action outside its polytope and risk within the bound; **open**:
-everything else that completed (infeasible proposals were α-projected by the environment).
+**Hard track**: no proposed action outside its polytope, risk within the bound, sealed, fresh
+days, and signed by a trusted key; **open**: everything else that completed (infeasible
+proposals were α-projected by the environment). Every summary is recomputed from the result's
+episodes. **Verified**: `yes`, reproduced by `python -m leaderboard verify` under a trusted key;
+`signed`, signed by a trusted key's evaluator; `no`, neither.
 """
 
 

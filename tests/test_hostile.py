@@ -27,14 +27,15 @@ from leaderboard.sandbox import isolation
 from leaderboard.sandbox_linux import owned_by, state
 from leaderboard.sealed import Limits, SealedAgent
 from leaderboard.submission import GuardedAgent, SubmissionError, SubmissionSpec
-from leaderboard.suites import EVAL_SEED_BASE, Suite
+from leaderboard.suites import Suite
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 pytestmark = [pytest.mark.hostile, pytest.mark.timeout(240)]
 
 HOSTILE = Path(__file__).parent / "hostile"
 ROOT = Path(__file__).resolve().parent.parent
 TINY = Suite(name="tiny", description="test suite", env_ids=("tsg/Screening-Window-5F-v1",),
-             instance_seeds=(0,), arrival_seeds=(EVAL_SEED_BASE,), risk_max_states=3,
+             instance_seeds=(0,), arrival_seeds=(LEADERBOARD_SEED_BASE,), risk_max_states=3,
              train_gradient_steps=10)
 UNIT = ("tsg/Screening-Window-5F-v1", 0)
 SMALL = Limits(call_s=3.0, unit_s=90.0, memory_mb=1024, max_procs=64, scratch_mb=256)
@@ -80,7 +81,7 @@ def _start(path: str, limits: Limits = SMALL) -> SealedAgent:
 
 
 def _obs() -> tuple[np.ndarray, dict]:
-    return make_unit_env(*UNIT, TINY.kwargs()).reset(seed=EVAL_SEED_BASE)
+    return make_unit_env(*UNIT, TINY.kwargs()).reset(seed=LEADERBOARD_SEED_BASE)
 
 
 def _assert_gone(agent: SealedAgent, mark: str | None = None) -> None:
