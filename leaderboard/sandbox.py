@@ -399,7 +399,10 @@ class Sandbox:
                      str(fd), dest]
         for secret in _secrets():  # the signing key: an empty file wherever it shows
             if not any(under(secret, c) for c in covers) or any(under(secret, d) for d in done):
-                args += ["--ro-bind", "/dev/null", secret]
+                with tempfile.TemporaryFile() as fh:
+                    fd = os.dup(fh.fileno())
+                keep.append(fd)
+                args += ["--perms", "0444", "--ro-bind-data", str(fd), secret]
         for h in sorted(hidden, key=len):
             args += ["--remount-ro", h]
         return args

@@ -205,6 +205,9 @@ class SignatureCheck:
     key_id: str | None
     why: str
 
+    def __bool__(self) -> bool:
+        return self.ok
+
 
 def check_signature(doc: dict[str, Any], trusted: dict[str, bytes],
                     domain: bytes = RESULT_DOMAIN) -> SignatureCheck:

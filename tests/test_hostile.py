@@ -11,9 +11,11 @@ tier); without a sealed sandbox they fail, they do not skip.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -23,11 +25,12 @@ import numpy as np
 import pytest
 
 from leaderboard.evaluate import evaluate_submission, make_unit_env
+from leaderboard.runner import Execution
 from leaderboard.sandbox import isolation
 from leaderboard.sandbox_linux import owned_by, state
 from leaderboard.sealed import Limits, SealedAgent
 from leaderboard.submission import GuardedAgent, SubmissionError, SubmissionSpec
-from leaderboard.suites import Suite
+from leaderboard.suites import Days, Suite
 from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 pytestmark = [pytest.mark.hostile, pytest.mark.timeout(240)]
@@ -97,13 +100,37 @@ def _assert_gone(agent: SealedAgent, mark: str | None = None) -> None:
 
 def test_remount_and_writes_outside_fail_and_the_row_stays_ordinary(tmp_path, sealed) -> None:
     path, _, out = _hostile(tmp_path, "remount")
-    doc = evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=50, limits=SMALL)
+    doc = evaluate_submission(SubmissionSpec(path), TINY,
+                              Execution(progress=False, reps=50, limits=SMALL),
+                              days=Days("fresh", TINY.arrival_seeds))
     assert doc["status"] == "ok" and doc["track"] == "hard", doc["error"]
     assert doc["provenance"]["isolation"] == sealed
     said = doc["submission"]["description"]
     assert "remount /: Operation not permitted" in said, said  # no CAP_SYS_ADMIN, no mount()
     assert "write outside: ok" not in said, said
     assert list(out.iterdir()) == []
+
+
+def test_the_signing_key_cannot_be_read(tmp_path, monkeypatch, sealed) -> None:
+    """The key sits where the sandbox's read-only view would show it: it reads an empty file."""
+    import hashlib
+
+    from leaderboard import signing
+
+    folder = Path(tempfile.mkdtemp(prefix=".hostile-key-", dir=ROOT))  # visible, read-only
+    try:
+        key = folder / "signing_key"
+        monkeypatch.setenv(signing.KEY_ENV, str(key))
+        signing.load_key(create=True)
+        secret = hashlib.sha256(key.read_bytes()).hexdigest()
+        path, _, _ = _hostile(tmp_path, "key_read", KEY=key)
+        agent = _start(path)
+        said = agent.description
+        _assert_gone(agent)
+    finally:
+        shutil.rmtree(folder)
+    assert secret not in said, said
+    assert f"{key}: read 0 bytes" in said, said  # an empty file where the key is
 
 
 _EVALUATOR = """
