@@ -199,7 +199,7 @@ def test_verify_replays_fresh_days_and_signs_its_sidecar(board, tmp_path):
     assert collect_results(tmp_path, signing.committed_keys())[0]["_verified"] == "no"
     # an edit after verification: no longer verified (and no longer signed)
     doc["submission"]["description"] = "edited"
-    _write(doc, path)
+    _write(_redigest(doc), path)
     assert not is_verified(path).ok
     assert collect_results(tmp_path)[0]["_verified"] == "no"
 
