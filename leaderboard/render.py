@@ -225,6 +225,7 @@ def _with_ci(x: Any, lo: Any, hi: Any, digits: int = 2) -> str:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~#!])")
+_MD_UNESCAPE = re.compile(r"\\([\\`*_{}\[\]<>|~#!])")
 
 
 def _oneline(text: str) -> str:
@@ -607,8 +608,12 @@ _JS = r"""
 
 
 def _md_inline(text: str) -> str:
-    """Escape ``text`` and turn its ``**bold**`` and backtick spans into HTML."""
-    out = html.escape(text.replace("\n", " "))
+    """Escape ``text`` and turn its ``**bold**`` and backtick spans into HTML.
+
+    The Markdown's backslash escapes (:func:`_md_escape`) are undone first: HTML-escaping makes
+    every character plain text here.
+    """
+    out = html.escape(_MD_UNESCAPE.sub(r"\1", text.replace("\n", " ")))
     out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
     return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
 
