@@ -516,7 +516,9 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` or :func:`save_best`.
 
     ``path`` may be a run directory: its ``best.pt`` (the weights ``train`` returned under
-    ``keep_best``) if present, else its latest ``ckpt_*.pt``. Trusted local files only.
+    ``keep_best``) if present, else its latest ``ckpt_*.pt``. Read with
+    ``torch.load(weights_only=True)``: tensors and plain containers only, never code (a replay
+    buffer inside stays bytes; only a resumed run of one's own unpickles it).
     """
     path = Path(path)
     if path.is_dir():
@@ -524,7 +526,15 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         if found is None:
             raise FileNotFoundError(f"no checkpoint under {path}")
         path = found
-    return torch.load(path, map_location="cpu", weights_only=False)
+    # Plain numpy arrays (a numeric RNG state) are allowed too; object arrays still are not.
+    with torch.serialization.safe_globals(_NUMPY_ARRAY_GLOBALS):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+#: What ``torch.load(weights_only=True)`` needs to rebuild a numeric numpy array.
+_NUMPY_ARRAY_GLOBALS = [np.ndarray, np.dtype, np.dtypes.UInt32DType, np.dtypes.Float64DType,
+                        np.dtypes.Int64DType, np.dtypes.Float32DType,
+                        getattr(np, "_core", np).multiarray._reconstruct]
 
 
 def rng_state(rng: np.random.Generator) -> dict[str, Any]:

@@ -383,7 +383,7 @@ class DQNAttacker:
     @classmethod
     def load(cls, path: Path, env: AttackerEnv | DuelParallelEnv) -> DQNAttacker:
         """Rebuild the identical attacker from :meth:`save`'s file for ``env``'s game."""
-        state = torch.load(Path(path), map_location="cpu", weights_only=False)
+        state = torch.load(Path(path), map_location="cpu", weights_only=True)
         cfg = DQNAttackerConfig(
             **{k: tuple(v) if isinstance(v, list) else v for k, v in state["config"].items()}
         )

@@ -8,7 +8,13 @@ submission (see :mod:`leaderboard.submission` for the format), sealed in its own
 (:mod:`leaderboard.frontier`). The paper's experiments are not part of the package: they live in
 the repository's ``experiments/paper`` (``python -m experiments.paper`` from its root).
 
-Inside, from the bottom up: ``suites``, ``schema`` and ``aggregate`` (data and statistics);
+Results are trusted only as far as their signatures and episodes go (SPEC §7): ``signing``
+(the machine's Ed25519 key, the committed trusted keys) and ``summary`` (a result's aggregate,
+track and notes, recomputed from its episodes by the evaluator, ``render`` and ``verify``
+alike); official rows play fresh days (:class:`~leaderboard.suites.Days`).
+
+Inside, from the bottom up: ``suites``, ``schema``, ``aggregate`` and ``signing`` (data,
+statistics and signatures); ``summary``;
 ``submission`` (loading a defender); ``units`` (the unit environments of both roles, loading an
 attacker); ``sealed`` (the sandbox); ``runner`` (:class:`~leaderboard.runner.Execution` and the
 local / Ray map over units); ``evaluate`` and ``attacker`` (the two tracks); ``verify``;

@@ -5,8 +5,13 @@ Subcommands:
 * ``evaluate --agent FILE|NAME --suite micro|demo|quick|screening|full [--workers N] --out DIR``
   evaluates a submission (a ``.py`` file defining ``make_agent(env)``, or a baseline name,
   optionally with ``--checkpoint``), writes its result JSON under ``DIR`` and prints its row
-  beside the static LP's. A result never silently replaces a different one (``--force`` to do
-  it on purpose).
+  beside the static LP's, signed with this machine's key (:mod:`leaderboard.signing`). It
+  plays fresh days by default (``--days fresh``: arrival seeds drawn now and recorded);
+  ``--days public`` (the suite's own seeds) and ``--days S1,S2,...`` are labelled and never
+  rank on the hard track. A result never silently replaces a different one (``--force`` to do
+  it on purpose). Every mistake on the command line (an unknown suite or agent, a missing or
+  irregular file, a malformed template, a non-finite limit, an ``--out`` that cannot receive
+  the result) exits 2 with one line, before anything runs or is written.
   ``evaluate --attacker FILE|NAME ...`` evaluates an attacker (a file defining
   ``make_attacker(env)``, or ``random``, ``dqn``, ``best-response``) against the panel of
   defenders (:mod:`leaderboard.attacker`); its result is ``NAME--SUITE--attacker.json``.
@@ -14,8 +19,13 @@ Subcommands:
 * ``frontier --agent NAME [--scales ...] [--weight W ...]`` builds the risk–delay Pareto
   frontier of a policy re-solved or retrained per ψ and the ψ each weight selects
   (:mod:`leaderboard.frontier`, the paper's Theorem 1).
-* ``render [--results DIR] [--markdown FILE] [--html FILE]`` writes ``LEADERBOARD.md`` and the
-  static page from the committed results.
+* ``render [--results DIR] [--markdown FILE] [--html FILE] [--trust local|committed]`` writes
+  ``LEADERBOARD.md`` and the static page from the results, each recomputed from its episodes and
+  its signature checked (a missing folder is a usage error).
+* ``verify RESULT...`` checks a result and evaluates it again on its recorded days
+  (:mod:`leaderboard.verify`); a match writes a signed ``RESULT.verified``.
+* ``key`` prints this machine's signing key's path and id (creating it on first use) and the
+  entry that trusts it; ``sign RESULT...`` re-signs checked results (maintainers).
 * ``readme [--check] [--main-job]`` regenerates the leaderboard's number blocks of ``README.md``
   (the main job, the boards, the id table) and ``LEADERBOARD.md`` from the committed results
   files (``--check``: exit 1 if they differ; ``--main-job``: first rerun the README's main job
@@ -30,13 +40,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from leaderboard.aggregate import MAX_REPS
 from leaderboard.runner import BACKENDS, Execution
 from leaderboard.sealed import Limits
-from tsg_envs.validation import cli_int
+from leaderboard.suites import SUITES
+from tsg_envs.validation import cli_int, cli_real
 
 __all__ = ["main", "format_rows", "format_attacker_rows"]
 
@@ -122,12 +135,38 @@ def _seed_list(text: str) -> tuple[int, ...]:
     return tuple(seeds)
 
 
+def _usage(message: str) -> int:
+    """A usage error: one line on stderr, exit status 2 (nothing has run or been written)."""
+    print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
+    return 2
+
+
+def _out_problem(out: str) -> str | None:
+    """Why ``--out`` cannot receive results (checked before anything runs), or None."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        return f"--out {out} exists and is not a folder"
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--out {out}: {existing} is not a folder"
+    ro = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    if ro or not os.access(existing, os.W_OK | os.X_OK):
+        return f"--out {out} is not writable ({existing})"
+    return None
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from leaderboard.evaluate import evaluate_submission
-    from leaderboard.schema import ResultExistsError, save_result
-    from leaderboard.submission import SubmissionSpec
-    from leaderboard.suites import get_suite
+    from leaderboard.schema import ResultExistsError, result_filename, save_result
+    from leaderboard.submission import SubmissionError, SubmissionSpec, missing_checkpoints
+    from leaderboard.suites import get_suite, parse_days
+    from leaderboard.units import describe_attacker
 
+    # Every check first: a mistake exits 2 before anything runs or is written.
     suite = get_suite(args.suite)
     attacker = bool(args.attacker)
     sources = args.attacker if attacker else args.agent
@@ -137,33 +176,50 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                         max_procs=args.max_procs, scratch_mb=args.scratch_mb)
         run = Execution(workers=args.workers, backend=args.backend, address=args.address,
                         progress=not args.no_progress, limits=limits, reps=args.reps)
+        days = parse_days(args.days, suite)  # fresh days: drawn here, before any sandbox
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return _usage(str(err))
     if len(sources) > 1 and (args.name or args.checkpoint):
-        print("error: --name and --checkpoint need a single --agent or --attacker",
-              file=sys.stderr)
-        return 2
-    code = 0
-    for agent in sources:  # in one process: the references' episodes are computed once
+        return _usage("--name and --checkpoint need a single --agent or --attacker")
+    problem = _out_problem(args.out)
+    if problem:
+        return _usage(problem)
+    specs = []
+    for agent in sources:
         try:
-            spec = SubmissionSpec(
-                source=agent,
-                checkpoint=args.checkpoint,
-                name=args.name,
-                train_gradient_steps=args.train_gradient_steps,
-                train_seeds=args.train_seeds,
-            )
-        except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+            spec = SubmissionSpec(source=agent, checkpoint=args.checkpoint, name=args.name,
+                                  train_gradient_steps=args.train_gradient_steps,
+                                  train_seeds=args.train_seeds)
+            described = describe_attacker(spec) if attacker else _describe(spec)
+            missing = missing_checkpoints(spec, suite.units, need_file=attacker)
+        except (ValueError, SubmissionError) as err:
+            return _usage(str(err))
+        if missing:
+            return _usage(missing)
+        target = Path(args.out) / result_filename(described.name, suite.name,
+                                                  "attacker" if attacker else None)
+        if days.kind != "public" and not args.force and _holds_ok_result(target):
+            return _usage(f"{target} holds an ok result and a row on {days.kind} days never "
+                          "repeats it: pass --force to replace it or choose another --out")
+        specs.append(spec)
+    if attacker:
+        from leaderboard.attacker import missing_panel
+
+        gaps = missing_panel(suite.units)
+        if gaps:
+            return _usage(f"the attacker panel has no committed alpha-DDPG checkpoint for "
+                          f"{len(gaps)} units of suite {suite.name} (first {gaps[0][0]} "
+                          f"instance {gaps[0][1]}): python -m leaderboard panel --suite "
+                          f"{suite.name} trains them (maintainers)")
+    code = 0
+    for spec in specs:  # in one process: the references' episodes are computed once
         if attacker:
             from leaderboard.attacker import evaluate_attacker
 
-            doc = evaluate_attacker(spec, suite, run, cache=Path(args.out) / "panel")
+            doc = evaluate_attacker(spec, suite, run, days=days)
             print(format_attacker_rows(doc))
         else:
-            doc = evaluate_submission(spec, suite, run)
+            doc = evaluate_submission(spec, suite, run, days=days)
             print(format_rows(doc))
         try:
             path = save_result(doc, args.out, force=args.force)
@@ -182,19 +238,47 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return code
 
 
+def _describe(spec: Any) -> Any:
+    from leaderboard.submission import describe_submission
+
+    return describe_submission(spec)
+
+
+def _holds_ok_result(path: Path) -> bool:
+    from leaderboard.schema import SchemaError, load_result
+
+    try:
+        return path.exists() and load_result(path)["status"] == "ok"
+    except SchemaError:
+        return False
+
+
+def _result_paths(paths: list[str]) -> str | None:
+    """Why one of ``paths`` is not a result file (a regular file of bounded size), or None."""
+    from leaderboard.schema import MAX_RESULT_BYTES, read_regular_file
+
+    for path in paths:
+        try:
+            read_regular_file(path, MAX_RESULT_BYTES)
+        except OSError as err:
+            return f"{path}: {err.strerror}"
+        except ValueError as err:
+            return str(err)
+    return None
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from leaderboard.verify import verify
 
-    if not 0.0 <= args.rtol < float("inf"):
-        print(f"error: --rtol must be a finite number >= 0, got {args.rtol}", file=sys.stderr)
-        return 2
     try:
         run = Execution(workers=args.workers, backend=args.backend, address=args.address,
                         progress=not args.no_progress,
                         limits=Limits(call_s=args.call_timeout, unit_s=args.unit_timeout))
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return _usage(str(err))
+    problem = _result_paths(args.results)
+    if problem:
+        return _usage(problem)
     code = 0
     for path in args.results:
         v = verify(path, run, rtol=args.rtol)
@@ -206,13 +290,68 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_render(args: argparse.Namespace) -> int:
     from leaderboard.render import render
     from leaderboard.schema import SchemaError
+    from leaderboard.signing import committed_keys, trusted_keys
+
+    for flag, path in (("--markdown", args.markdown), ("--html", args.html)):
+        if Path(path).is_dir():
+            return _usage(f"{flag} {path} is a folder")
+    if not Path(args.results).is_dir():
+        return _usage(f"--results {args.results}: no such folder of results")
+    try:
+        trusted = committed_keys() if args.trust == "committed" else trusted_keys()
+        md, page, n = render(args.results, args.markdown, args.html, trusted)
+    except SchemaError as err:
+        return _usage(str(err))
+    print(f"{n} results from {args.results} -> {md}, {page}")
+    return 0
+
+
+def _cmd_key(args: argparse.Namespace) -> int:
+    import base64
+
+    from leaderboard.signing import _public_bytes, key_id, key_path, load_key
 
     try:
-        md, page, n = render(args.results, args.markdown, args.html)
-    except SchemaError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(f"{n} results from {args.results} -> {md}, {page}")
+        public = _public_bytes(load_key(create=True))
+    except (OSError, ValueError) as err:
+        return _usage(f"{key_path()}: {err}")
+    kid = key_id(public)
+    print(f"private key: {key_path()} (never commit it; mode 0600)")
+    print(f"key id: {kid}")
+    print("to trust it on the committed board, add to leaderboard/trusted_keys.json's \"keys\":")
+    print(json.dumps({kid: {"public_key": base64.b64encode(public).decode(),
+                            "owner": "WHO", "added": "YYYY-MM-DD"}}, indent=1))
+    return 0
+
+
+def _cmd_sign(args: argparse.Namespace) -> int:
+    from leaderboard.schema import SchemaError, load_result, metrics_digest
+    from leaderboard.signing import sign_result
+    from leaderboard.suites import days_of
+    from leaderboard.summary import summarize, summary_differences
+
+    problem = _result_paths(args.results)
+    if problem:
+        return _usage(problem)
+    docs = []
+    for path in args.results:  # every file checked before any is rewritten
+        try:
+            doc = load_result(path)
+            if args.recompute:  # the rules changed: the summary again, from the same episodes
+                doc["days"] = days_of(doc).to_dict()
+                doc.update(summarize(doc))
+                doc["metrics_digest"] = metrics_digest(doc)
+            problems = summary_differences(doc)
+        except (SchemaError, ValueError) as err:
+            return _usage(str(err))
+        if problems:
+            return _usage(f"{path}: not signed: {problems[0]}")
+        docs.append((path, doc))
+    for path, doc in docs:
+        signed = sign_result(doc)
+        Path(path).write_text(json.dumps(signed, indent=1, allow_nan=False) + "\n",
+                              encoding="utf-8")
+        print(f"signed {path} with key {signed['signature']['key_id']}")
     return 0
 
 
@@ -244,15 +383,18 @@ def _cmd_panel(args: argparse.Namespace) -> int:
 
 
 def _cmd_frontier(args: argparse.Namespace) -> int:
+    import gymnasium as gym
+
+    import tsg_envs  # noqa: F401  (registers the ids)
     from leaderboard.frontier import main_frontier
 
-    if any(not s > 1.0 for s in args.scales):
-        print("error: every scale must be > 1 (each polytope needs an interior)",
-              file=sys.stderr)
-        return 2
-    if any(not w >= 0 for w in args.weight):
-        print("error: weights must be >= 0", file=sys.stderr)
-        return 2
+    try:
+        gym.spec(args.env)
+    except gym.error.Error:
+        return _usage(f"--env {args.env} is not a registered id")
+    problem = _out_problem(args.out)
+    if problem:
+        return _usage(problem)
     main_frontier(args.agent, args.env, args.instance, list(args.scales), list(args.weight),
                   Path(args.out), args.days, args.gradient_steps, progress=not args.no_progress)
     return 0
@@ -294,9 +436,27 @@ def _cmd_readme(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Seconds of a time limit: finite and > 0.
+_SECONDS = cli_real(0.0, low_open=True)
+
+
+def _reps(text: str) -> int:
+    value = cli_int(1)(text)
+    if value > MAX_REPS:
+        raise argparse.ArgumentTypeError(f"must be an integer in [1, {MAX_REPS}], got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """``argparse`` whose usage errors are one line (``error: ...``) and exit status 2."""
+
+    def error(self, message: str) -> Any:  # noqa: D102 - argparse's
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m leaderboard",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -318,7 +478,13 @@ def main(argv: list[str] | None = None) -> int:
         "best-response; it plays the panel of defenders (lp, slack-guided, centre, "
         "alpha-ddpg); repeat to evaluate several",
     )
-    ev.add_argument("--suite", default="quick", help="micro, demo, quick, screening or full")
+    ev.add_argument("--suite", default="quick", choices=list(SUITES), help="the suite")
+    ev.add_argument("--days", default="fresh", metavar="fresh|public|S1,S2,...",
+                    help="the days played: fresh (default) draws the arrival seeds now, from "
+                    "the operating system's entropy, and records them (official rows); public: "
+                    "the suite's own seeds (development, the README's main job); S1,S2,...: "
+                    "chosen seeds (in [2**31, 2**63)); public and chosen rows are labelled and "
+                    "never rank on the hard track")
     ev.add_argument("--out", default="runs/leaderboard", help="directory for the result JSON")
     ev.add_argument("--workers", type=cli_int(1), default=1, help="processes (units in parallel)")
     ev.add_argument(
@@ -339,9 +505,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="training seeds of a learned baseline, e.g. 0-4 or 0,2,5: every "
                     "seed's policy plays every unit and day, the row aggregates over seeds and "
                     "days; a --checkpoint template may hold {seed} (default: seed 0, unlisted)")
-    ev.add_argument("--call-timeout", type=float, default=Limits.call_s, metavar="S",
+    ev.add_argument("--call-timeout", type=_SECONDS, default=Limits.call_s, metavar="S",
                     help="seconds one act/act_batch request may take (default %(default)g)")
-    ev.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S",
+    ev.add_argument("--unit-timeout", type=_SECONDS, default=Limits.unit_s, metavar="S",
                     help="seconds the submission's process may take per unit, make_agent "
                     "(training) included (default %(default)g)")
     ev.add_argument("--memory-mb", type=cli_int(0), default=Limits.memory_mb, metavar="MIB",
@@ -365,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--name", default=None, help="row label (default: NAME or the file stem)")
     ev.add_argument("--force", action="store_true", help="replace a different existing result")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ev.add_argument("--reps", type=cli_int(1), default=2000, help="bootstrap replications")
+    ev.add_argument("--reps", type=_reps, default=2000,
+                    help=f"bootstrap replications (at most {MAX_REPS:,})")
     ev.set_defaults(func=_cmd_evaluate)
 
     vf = sub.add_parser("verify", help="evaluate a result's submission again and compare its "
@@ -375,11 +542,11 @@ def main(argv: list[str] | None = None) -> int:
     vf.add_argument("--backend", choices=BACKENDS, default="local",
                     help="local processes or one Ray task per unit (default %(default)s)")
     vf.add_argument("--address", default=None, help="Ray cluster address (--backend ray)")
-    vf.add_argument("--call-timeout", type=float, default=Limits.call_s, metavar="S")
-    vf.add_argument("--unit-timeout", type=float, default=Limits.unit_s, metavar="S")
+    vf.add_argument("--call-timeout", type=_SECONDS, default=Limits.call_s, metavar="S")
+    vf.add_argument("--unit-timeout", type=_SECONDS, default=Limits.unit_s, metavar="S")
     from leaderboard.verify import DEFAULT_RTOL
 
-    vf.add_argument("--rtol", type=float, default=DEFAULT_RTOL, metavar="R",
+    vf.add_argument("--rtol", type=cli_real(0.0), default=DEFAULT_RTOL, metavar="R",
                     help="largest relative difference of any per-episode number that still "
                     f"reproduces (default {DEFAULT_RTOL:g}; 0: bit for bit only)")
     vf.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -389,6 +556,10 @@ def main(argv: list[str] | None = None) -> int:
     rd.add_argument("--results", default="results/leaderboard", help="result JSON directory")
     rd.add_argument("--markdown", default="LEADERBOARD.md", help="markdown output")
     rd.add_argument("--html", default="docs/leaderboard.html", help="HTML output")
+    rd.add_argument("--trust", choices=("local", "committed"), default="local",
+                    help="the keys whose signatures count: the committed ones and this "
+                    "machine's own (local, default), or the committed ones only (the committed "
+                    "board)")
     rd.set_defaults(func=_cmd_render)
 
     sub.add_parser("paper", help="moved: python -m experiments.paper (from the repository's "
@@ -408,9 +579,9 @@ def main(argv: list[str] | None = None) -> int:
                     "(alpha-ddpg, ...) trained per point")
     fr.add_argument("--env", default="tsg/Screening-Window-10F-v1", help="registered id")
     fr.add_argument("--instance", type=cli_int(0), default=0, help="instance seed")
-    fr.add_argument("--scales", type=float, nargs="+",
+    fr.add_argument("--scales", type=cli_real(1.0, low_open=True), nargs="+",
                     default=[1.01, 1.05, 1.1, 1.25, 1.5, 2.0], help="s in psi = s * psi^LP")
-    fr.add_argument("--weight", type=float, action="append", default=None,
+    fr.add_argument("--weight", type=cli_real(0.0), action="append", default=None,
                     help="trade-off weight w of the mean wait (repeatable; default 0.01 0.1 1)")
     fr.add_argument("--days", type=cli_int(1), default=5, help="evaluation days per point")
     fr.add_argument("--gradient-steps", type=cli_int(1), default=10_000,
@@ -421,10 +592,23 @@ def main(argv: list[str] | None = None) -> int:
 
     pn = sub.add_parser("panel", help="train the attacker track's committed alpha-DDPG "
                         "checkpoints (10,000 gradient steps, seed 0) for the units of suites")
-    pn.add_argument("--suite", action="append", required=True, help="suite (repeatable)")
+    pn.add_argument("--suite", action="append", required=True, choices=list(SUITES),
+                    help="suite (repeatable)")
     pn.add_argument("--force", action="store_true", help="retrain existing checkpoints")
     pn.add_argument("--no-progress", action="store_true", help="no progress bar")
     pn.set_defaults(func=_cmd_panel)
+
+    ky = sub.add_parser("key", help="this machine's signing key: where it is, its id, the line "
+                        "that trusts it (created on first use)")
+    ky.set_defaults(func=_cmd_key)
+    sg = sub.add_parser("sign", help="re-sign result files with this machine's key (a "
+                        "maintainer's attestation; each file is checked first)")
+    sg.add_argument("results", nargs="+", help="result JSON files")
+    sg.add_argument("--recompute", action="store_true",
+                    help="first recompute each result's summary (aggregate, track, notes) from "
+                    "its episodes under the current rules and record its days explicitly "
+                    "(after a change of the rules; the episodes are never touched)")
+    sg.set_defaults(func=_cmd_sign)
 
     sub.add_parser("suites", help="list the suites").set_defaults(func=_cmd_suites)
     sub.add_parser("schema", help="print the result JSON Schema").set_defaults(func=_cmd_schema)

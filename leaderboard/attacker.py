@@ -33,8 +33,11 @@ expected queue mode gains are deterministic and the fraction is at most 1.
 **The panel.** The static window LP, slack-guided (frozen at μ = 1 min), the centre policy and
 α-DDPG. α-DDPG's checkpoints are committed per unit of the micro, demo and quick suites under
 ``results/attacker_panel/alpha-ddpg/`` (trained at the paper's budget, 10,000 gradient steps,
-seed 0; ``python -m leaderboard panel --suite S`` retrains them); for other units one is trained
-on first use and cached under the output folder's ``panel/``.
+seed 0; ``python -m leaderboard panel --suite S`` retrains them and rewrites their committed
+hashes, ``leaderboard/panel_checkpoints.json``). Nothing else is loaded: each checkpoint is checked
+against its committed sha256 before ``torch.load(weights_only=True)`` reads it
+(:func:`panel_checkpoint`), and a suite with a unit that has none cannot face α-DDPG (its panel
+must leave it out) until its checkpoints are trained and committed.
 
 **Aggregation.** Per defender, the (days, units) matrices of the gain, the best response's gain
 and the fraction get rliable's IQM and mean with 95% stratified-bootstrap intervals
@@ -51,20 +54,23 @@ from typing import Any
 import numpy as np
 
 import tsg_envs  # noqa: F401  (registers the ids)
-from leaderboard.aggregate import BOOTSTRAP_REPS, iqm_interval
+from leaderboard.aggregate import aggregate_defenders  # noqa: F401  (re-exported)
 from leaderboard.runner import Execution
 from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
 from leaderboard.sealed import Limits, SealedAttacker, isolation
+from leaderboard.signing import sign_result
 from leaderboard.submission import (
     LoadedSubmission,
     SubmissionError,
     SubmissionSpec,
     describe_exception,
     missing_checkpoints,
+    read_bounded,
     row_name,
     sha256_file,
 )
-from leaderboard.suites import Suite
+from leaderboard.suites import Days, Suite
+from leaderboard.summary import summarize
 from leaderboard.units import describe_attacker, duel_kwargs
 from tsg_envs.duel import ATTACKER, DEFENDER, WAIT, DuelParallelEnv
 from tsg_envs.provenance import provenance
@@ -74,8 +80,11 @@ __all__ = [
     "PANEL",
     "PANEL_DIR",
     "PANEL_GRADIENT_STEPS",
+    "PANEL_MANIFEST",
     "attacker_seed",
+    "missing_panel",
     "panel_checkpoint",
+    "panel_hashes",
     "write_panel_manifest",
     "panel_defender",
     "evaluate_attacker_unit",
@@ -92,6 +101,10 @@ PANEL: dict[str, str] = {
 
 #: Committed α-DDPG checkpoints of the panel: ``alpha-ddpg/{env}_i{instance}.pt``.
 PANEL_DIR: Path = Path(__file__).resolve().parent.parent / "results" / "attacker_panel"
+#: The committed sha256 of every panel checkpoint (package data): nothing else is loaded.
+PANEL_MANIFEST: Path = Path(__file__).resolve().parent / "panel_checkpoints.json"
+#: Largest panel checkpoint read (bytes).
+MAX_CHECKPOINT_BYTES = 256 * 2**20
 #: The panel's α-DDPG training budget: the paper's 10,000 gradient steps (mini-batches).
 PANEL_GRADIENT_STEPS: int = 10_000
 #: Entropy word of the attackers' per-day seeds.
@@ -105,28 +118,56 @@ def attacker_seed(arrival_seed: int, theta: int) -> int:
 
 
 # The panel ------------------------------------------------------------------------------------
-def panel_checkpoint(env_id: str, instance_seed: int, cache: Path | None = None,
-                     progress: bool = False) -> Path:
-    """α-DDPG's checkpoint for a unit: the committed one, else the cached one, else trained.
+def _panel_name(env_id: str, instance_seed: int) -> str:
+    return f"{env_id.replace('/', '_')}_i{int(instance_seed)}.pt"
 
-    A missing checkpoint is trained (10,000 gradient steps, seed 0, the registered id's kwargs)
-    and written to ``cache/alpha-ddpg/{env}_i{instance}.pt``.
+
+def panel_hashes() -> dict[str, str]:
+    """The committed panel checkpoints' sha256, by file name (:data:`PANEL_MANIFEST`)."""
+    import json
+
+    if not PANEL_MANIFEST.is_file():
+        return {}
+    data = json.loads(PANEL_MANIFEST.read_text(encoding="utf-8"))
+    return {name: entry["sha256"] for name, entry in data.get("alpha-ddpg", {}).items()}
+
+
+def missing_panel(units: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The units of ``units`` that have no committed α-DDPG panel checkpoint."""
+    hashes = panel_hashes()
+    return [(e, i) for e, i in units if _panel_name(e, i) not in hashes]
+
+
+def panel_checkpoint(env_id: str, instance_seed: int) -> Path:
+    """α-DDPG's committed checkpoint for a unit, after checking it against its committed hash.
+
+    The panel's checkpoints come only from the package's committed files
+    (``results/attacker_panel/alpha-ddpg/``), each checked against the sha256 that
+    :data:`PANEL_MANIFEST` (package data, beside this module) holds for it before anything loads
+    it, and then loaded with ``torch.load(weights_only=True)``: nothing from a results folder or
+    a submission is ever unpickled (SPEC §7). A unit without one is not played against α-DDPG:
+    ``python -m leaderboard panel --suite S`` trains and commits them (maintainers).
 
     Raises:
-        ValueError: no committed checkpoint and no ``cache`` to train into.
+        ValueError: no committed checkpoint for the unit, or its bytes do not match the hash.
     """
-    name = f"{env_id.replace('/', '_')}_i{int(instance_seed)}.pt"
-    committed = PANEL_DIR / "alpha-ddpg" / name
-    if committed.is_file():
-        return committed
-    if cache is None:
-        raise ValueError(f"no committed alpha-DDPG checkpoint for {env_id} instance "
-                         f"{instance_seed} and no cache folder to train one into")
-    target = Path(cache) / "alpha-ddpg" / name
-    if target.is_file():
-        return target
-    train_panel_checkpoint(env_id, instance_seed, target, progress=progress)
-    return target
+    import hashlib
+
+    name = _panel_name(env_id, instance_seed)
+    want = panel_hashes().get(name)
+    path = PANEL_DIR / "alpha-ddpg" / name
+    if want is None:
+        raise ValueError(f"no committed alpha-DDPG panel checkpoint for {env_id} instance "
+                         f"{instance_seed} (python -m leaderboard panel --suite S trains and "
+                         "commits them)")
+    try:
+        got = hashlib.sha256(read_bounded(path, MAX_CHECKPOINT_BYTES)).hexdigest()
+    except SubmissionError as err:
+        raise ValueError(f"panel checkpoint {path}: {err}") from None
+    if got != want:
+        raise ValueError(f"panel checkpoint {path} does not match its committed sha256 "
+                         f"({got[:12]} now, {want[:12]} committed): refusing to load it")
+    return path
 
 
 def train_panel_checkpoint(env_id: str, instance_seed: int, target: Path,
@@ -151,7 +192,10 @@ def train_panel_checkpoint(env_id: str, instance_seed: int, target: Path,
 
 
 def write_panel_manifest() -> Path:
-    """Write ``PANEL_DIR/manifest.json``: every committed checkpoint, its sha256 and budget."""
+    """Write :data:`PANEL_MANIFEST`: every panel checkpoint under ``PANEL_DIR`` and its sha256.
+
+    Run by ``python -m leaderboard panel``; commit the two together.
+    """
     import json
 
     files = sorted((PANEL_DIR / "alpha-ddpg").glob("*.pt"))
@@ -162,7 +206,7 @@ def write_panel_manifest() -> Path:
         entries[path.name] = {"env_id": env.replace("_", "/", 1), "instance_seed": int(inst),
                               "gradient_steps": PANEL_GRADIENT_STEPS, "seed": 0,
                               "sha256": sha256_file(path)}
-    out = PANEL_DIR / "manifest.json"
+    out = PANEL_MANIFEST
     out.write_text(json.dumps({
         "what": "alpha-DDPG checkpoints of the attacker track's panel (weights train returned)",
         "command": "python -m leaderboard panel --suite micro --suite demo --suite quick --force",
@@ -171,8 +215,8 @@ def write_panel_manifest() -> Path:
     return out
 
 
-def panel_defender(name: str, screening: Any, env_id: str, instance_seed: int,
-                   cache: Path | None = None) -> tuple[Agent, str]:
+def panel_defender(name: str, screening: Any, env_id: str, instance_seed: int
+                   ) -> tuple[Agent, str]:
     """Build panel defender ``name`` on the duel's ``screening`` env; returns (agent, what).
 
     ``what`` names what was built (for α-DDPG, the checkpoint's sha256), so a result records
@@ -191,7 +235,7 @@ def panel_defender(name: str, screening: Any, env_id: str, instance_seed: int,
     if name == "alpha-ddpg":
         from baselines.alpha_ddpg import load
 
-        path = panel_checkpoint(env_id, instance_seed, cache)
+        path = panel_checkpoint(env_id, instance_seed)
         return load(path, screening), f"sha256:{sha256_file(path)}"
     raise ValueError(f"unknown panel defender {name!r}; the panel is {', '.join(PANEL)}")
 
@@ -239,8 +283,8 @@ def evaluate_attacker_unit(
     instance_seed: int,
     tick: Callable[[int], None] | None = None,
     limits: Limits | None = None,
-    cache: Path | None = None,
     panel: tuple[str, ...] = tuple(PANEL),
+    seeds: tuple[int, ...] | None = None,
 ) -> dict[str, Any]:
     """Play the attacker against every panel defender on one unit (see the module doc).
 
@@ -252,7 +296,7 @@ def evaluate_attacker_unit(
     limits = Limits() if limits is None else limits
     kwargs = suite.kwargs()
     dkw = duel_kwargs(env_id, instance_seed, kwargs)
-    seeds = list(suite.arrival_seeds)
+    seeds = list(suite.arrival_seeds if seeds is None else seeds)
     t_unit = time.perf_counter()
     duel = DuelParallelEnv(**dkw)
     game = duel.game
@@ -277,7 +321,7 @@ def evaluate_attacker_unit(
 
         for name in panel:
             t0 = time.perf_counter()
-            defender, what = panel_defender(name, duel.screening, env_id, instance_seed, cache)
+            defender, what = panel_defender(name, duel.screening, env_id, instance_seed)
             unit["panel"][name] = what
             best = BestResponseAttacker(defender, **dkw)
             attacker = best if proxy is None else proxy
@@ -318,45 +362,18 @@ def evaluate_attacker_unit(
 
 
 def _worker(args: tuple[Any, ...]) -> dict[str, Any]:
-    spec, suite, env_id, instance_seed, limits, cache, panel = args
-    return evaluate_attacker_unit(spec, suite, env_id, instance_seed, limits=limits, cache=cache,
-                                  panel=panel)
-
-
-def aggregate_defenders(units: list[dict[str, Any]], reps: int = BOOTSTRAP_REPS
-                        ) -> dict[str, dict[str, Any]]:
-    """Per panel defender: IQM / mean intervals of gain, best-response gain and fraction."""
-    out: dict[str, dict[str, Any]] = {}
-    for name in units[0]["defenders"]:
-        cols = {k: [] for k in ("gain", "best_response_gain", "fraction_of_best_response")}
-        for unit in units:
-            eps = unit["defenders"][name]["episodes"]
-            for key in cols:
-                cols[key].append([ep[key] for ep in eps])
-        block: dict[str, Any] = {}
-        for key, col in cols.items():
-            if any(v is None for c in col for v in c):
-                block[key] = None
-                continue
-            block[key] = iqm_interval(np.asarray(col, dtype=float).T, reps=reps)
-        gains = np.asarray(cols["gain"], dtype=float)
-        bests = np.asarray(cols["best_response_gain"], dtype=float)
-        block["fraction_of_means"] = (float(gains.mean() / bests.mean())
-                                      if bests.mean() > 0 else None)
-        strikes = [s for u in units for ep in u["defenders"][name]["episodes"]
-                   for s in ep["strike_step"]]
-        block["struck"] = float(np.mean([s >= 0 for s in strikes]))
-        block["n_episodes"] = int(gains.size)
-        out[name] = block
-    return out
+    spec, suite, env_id, instance_seed, limits, panel, seeds = args
+    return evaluate_attacker_unit(spec, suite, env_id, instance_seed, limits=limits, panel=panel,
+                                  seeds=seeds)
 
 
 def evaluate_attacker(
     spec: SubmissionSpec,
     suite: Suite,
     execution: Execution | None = None,
-    cache: Path | None = None,
     panel: tuple[str, ...] | None = None,
+    days: Days | None = None,
+    sign: bool = True,
 ) -> dict[str, Any]:
     """Evaluate an attacker on every unit of ``suite`` against the panel; the result document.
 
@@ -365,8 +382,14 @@ def evaluate_attacker(
         suite: The suite.
         execution: Workers, backend, progress bar, the attacker's processes' limits and the
             bootstrap's replications (default :class:`~leaderboard.runner.Execution`).
-        cache: Where panel checkpoints missing from the repository are trained and kept.
         panel: A subset of :data:`PANEL` (None: all of it; the board uses all of it).
+        days: The days played (default: the suite's public days; see
+            :func:`leaderboard.evaluate.evaluate_submission`).
+        sign: Sign the result with this machine's key (:mod:`leaderboard.signing`).
+
+    Raises:
+        ValueError: ``panel`` is not a subset of :data:`PANEL`, or α-DDPG is in it and a unit
+            has no committed checkpoint (:func:`missing_panel`).
     """
     from tqdm.auto import tqdm
 
@@ -376,6 +399,12 @@ def evaluate_attacker(
     unknown = [p for p in panel if p not in PANEL]
     if unknown or not panel:
         raise ValueError(f"panel must be a non-empty subset of {', '.join(PANEL)}, got {panel}")
+    missing = missing_panel(suite.units) if "alpha-ddpg" in panel else []
+    if missing:
+        raise ValueError(f"no committed alpha-DDPG panel checkpoint for {len(missing)} units of "
+                         f"suite {suite.name!r} (first {missing[0][0]} instance {missing[0][1]})"
+                         f"; python -m leaderboard panel --suite {suite.name} trains them")
+    days = Days("public", tuple(suite.arrival_seeds)) if days is None else days
     t_start = time.perf_counter()
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -388,6 +417,7 @@ def evaluate_attacker(
             "fingerprint": "", "learned": None,
         },
         "suite": {"name": suite.name, "hash": suite.digest(), "definition": suite.to_dict()},
+        "days": days.to_dict(),
         "status": "ok",
         "error": None,
         "notes": [],
@@ -409,17 +439,15 @@ def evaluate_attacker(
     timings: list[dict[str, Any]] = []
     if loaded is not None:
         units = suite.units
-        per_unit = len(panel) * len(suite.arrival_seeds)
+        per_unit = len(panel) * len(days.seeds)
         bar = tqdm(total=len(units) * per_unit, desc=f"{doc['submission']['name']} (attacker) "
                    f"on {suite.name}", unit=" day", disable=not progress)
-        if cache is not None and "alpha-ddpg" in panel:  # missing checkpoints, trained once
-            for e, i in units:
-                panel_checkpoint(e, i, cache, progress=progress)
-        outs = run.map(_worker, [(spec, suite, e, i, limits, cache, panel) for e, i in units],
+        outs = run.map(_worker, [(spec, suite, e, i, limits, panel, days.seeds)
+                                 for e, i in units],
                        on_done=lambda: bar.update(per_unit),
                        local=lambda a: evaluate_attacker_unit(*a[:4], tick=bar.update,
-                                                              limits=a[4], cache=a[5],
-                                                              panel=a[6]))
+                                                              limits=a[4], panel=a[5],
+                                                              seeds=a[6]))
         bar.close()
         doc["units"] = [o["unit"] for o in outs]
         described = [o["description"] for o in outs if o.get("description")]
@@ -431,14 +459,9 @@ def evaluate_attacker(
             more = f" (and {len(failed) - 1} more of {len(units)} units)" if len(failed) > 1 else ""
             doc["status"], doc["error"] = "failed", f"{failed[0]['error']}{more}"
         else:
-            doc["defenders"] = aggregate_defenders(doc["units"], reps=run.reps)
-            modes = sorted({u["queue_mode"] for u in doc["units"]})
-            if modes != ["expected"]:
-                doc["notes"].append(
-                    "sampled queues on some units: detections are drawn, so a day's gain can "
-                    "exceed the best response's expected gain"
-                )
+            doc["defenders"] = {"_": {"reps": run.reps}}  # the replications summarize uses
+    doc.update(summarize(doc))
     doc["metrics_digest"] = metrics_digest(doc)
     doc["provenance"] = {**provenance(), "isolation": isolation(limits)}
     doc["timing"] = {"wall_time_s": time.perf_counter() - t_start, "units": timings}
-    return doc
+    return sign_result(doc) if sign else doc

@@ -33,11 +33,11 @@ from typing import Any
 import gymnasium as gym
 
 import tsg_envs  # noqa: F401  (registers the ids)
-from leaderboard.aggregate import aggregate_units
 from leaderboard.runner import Execution
-from leaderboard.sandbox import is_unsealed, weakest
+from leaderboard.sandbox import weakest
 from leaderboard.schema import RESULT_KIND, SCHEMA_VERSION, metrics_digest
 from leaderboard.sealed import Limits, SealedAgent, isolation
+from leaderboard.signing import sign_result
 from leaderboard.submission import (
     GuardedAgent,
     LoadedSubmission,
@@ -47,7 +47,8 @@ from leaderboard.submission import (
     describe_submission,
     missing_checkpoints,
 )
-from leaderboard.suites import Suite
+from leaderboard.suites import Days, Suite
+from leaderboard.summary import summarize
 from leaderboard.units import make_unit_env
 from tsg_envs.harness import EpisodeRecord, Unit
 from tsg_envs.harness import evaluate as harness_evaluate
@@ -155,6 +156,7 @@ def evaluate_unit(
     instance_seed: int,
     tick: Tick | None = None,
     limits: Limits | None = None,
+    seeds: tuple[int, ...] | None = None,
 ) -> dict[str, Any]:
     """Evaluate a submission on one (environment id, instance) unit, sealed.
 
@@ -171,6 +173,8 @@ def evaluate_unit(
         instance_seed: Game instance.
         tick: Called with 1 after each episode and after the risk probe (progress bar).
         limits: Time and memory limits of the submission's process (default :class:`Limits`).
+        seeds: The arrival seeds to play (default: the suite's public days); the risk probe
+            plays the first. The submission's process never receives them.
 
     Returns:
         ``{"unit": <unit record>, "timing": {...}, "slack_guided": <"ok" or reason>,
@@ -180,7 +184,8 @@ def evaluate_unit(
     limits = Limits() if limits is None else limits
     proxies: list[SealedAgent] = []
     try:
-        return _evaluate_unit(spec, suite, env_id, instance_seed, tick, limits, proxies)
+        return _evaluate_unit(spec, suite, env_id, instance_seed, tick, limits, proxies,
+                              tuple(suite.arrival_seeds) if seeds is None else tuple(seeds))
     finally:
         for proxy in proxies:
             proxy.close()
@@ -194,10 +199,11 @@ def _evaluate_unit(
     tick: Tick | None,
     limits: Limits,
     proxies: list[SealedAgent],
+    day_seeds: tuple[int, ...],
 ) -> dict[str, Any]:
     tick = tick or (lambda n: None)
     kwargs = suite.kwargs()
-    seeds = list(suite.arrival_seeds)
+    seeds = list(day_seeds)
     t_unit = time.perf_counter()
     unit: dict[str, Any] = {
         "env_id": env_id,
@@ -313,9 +319,9 @@ def _evaluate_unit(
             "description": description, "isolation": weakest(ran, limits)}
 
 
-def _worker_unit(args: tuple[SubmissionSpec, Suite, str, int, Limits]) -> dict[str, Any]:
-    spec, suite, env_id, instance_seed, limits = args
-    return evaluate_unit(spec, suite, env_id, instance_seed, limits=limits)
+def _worker_unit(args: tuple[Any, ...]) -> dict[str, Any]:
+    spec, suite, env_id, instance_seed, limits, seeds = args
+    return evaluate_unit(spec, suite, env_id, instance_seed, limits=limits, seeds=seeds)
 
 
 def _submission_name(spec: SubmissionSpec) -> str:
@@ -328,6 +334,8 @@ def evaluate_submission(
     spec: SubmissionSpec,
     suite: Suite,
     execution: Execution | None = None,
+    days: Days | None = None,
+    sign: bool = True,
 ) -> dict[str, Any]:
     """Evaluate ``spec`` on every unit of ``suite`` and build the result document.
 
@@ -340,6 +348,10 @@ def evaluate_submission(
         execution: Workers, backend, progress bar, the sealed processes' limits and the
             bootstrap's replications (default :class:`~leaderboard.runner.Execution`). The
             per-episode records do not depend on it.
+        days: The days every unit plays (:class:`~leaderboard.suites.Days`; default: the
+            suite's public days, labelled so; the command line's default is fresh days, drawn
+            before any submission's process starts). Recorded in the result's ``days``.
+        sign: Sign the result with this machine's key (:mod:`leaderboard.signing`).
 
     Returns:
         A result document that conforms to :data:`leaderboard.schema.SCHEMA`.
@@ -347,6 +359,7 @@ def evaluate_submission(
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
+    days = Days("public", tuple(suite.arrival_seeds)) if days is None else days
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": RESULT_KIND,
@@ -362,6 +375,7 @@ def evaluate_submission(
             "learned": None,
         },
         "suite": {"name": suite.name, "hash": suite.digest(), "definition": suite.to_dict()},
+        "days": days.to_dict(),
         "status": "ok",
         "error": None,
         "track": None,
@@ -388,7 +402,7 @@ def evaluate_submission(
     if loaded is not None:
         units = suite.units
         n_seeds = 1 if spec.train_seeds is None else len(spec.train_seeds)
-        per_unit = n_seeds * (len(suite.arrival_seeds) + 1)
+        per_unit = n_seeds * (len(days.seeds) + 1)
         bar = tqdm(
             total=len(units) * per_unit,
             desc=f"{doc['submission']['name']} on {suite.name}",
@@ -396,9 +410,9 @@ def evaluate_submission(
             disable=not run.progress,
         )
         outs = run.map(
-            _worker_unit, [(spec, suite, e, i, limits) for e, i in units],
+            _worker_unit, [(spec, suite, e, i, limits, days.seeds) for e, i in units],
             on_done=lambda: bar.update(per_unit),
-            local=lambda a: evaluate_unit(*a[:4], tick=bar.update, limits=a[4]),
+            local=lambda a: evaluate_unit(*a[:4], tick=bar.update, limits=a[4], seeds=a[5]),
         )
         bar.close()
         doc["units"] = [o["unit"] for o in outs]
@@ -421,42 +435,12 @@ def evaluate_submission(
             more = f" (and {len(failed) - 1} more of {len(units)} units)" if len(failed) > 1 else ""
             doc["error"] = f"{first['error']}{more}"
         else:
-            doc["aggregate"] = aggregate_units(doc["units"], reps=run.reps)
+            doc["aggregate"] = {"reps": run.reps}  # the replications summarize uses
         doc["provenance"] = {**provenance(), "isolation": how}  # the track reads it
-        if not failed:
-            doc["track"], doc["notes"] = _track(doc)
+        doc.update(summarize(doc))
 
     doc["metrics_digest"] = metrics_digest(doc)
     doc["provenance"] = doc.pop("provenance", None) or {**provenance(),
                                                         "isolation": isolation(limits)}
     doc["timing"] = {"wall_time_s": time.perf_counter() - t_start, "units": timings}
-    return doc
-
-
-def _track(doc: dict[str, Any]) -> tuple[str, list[str]]:
-    """The track of a completed result and the notes shown beside its row."""
-    agg = doc["aggregate"]
-    notes: list[str] = []
-    hard = True
-    if agg["proposed_violations"] > 0:
-        hard = False
-        notes.append(
-            f"infeasible actions: {agg['proposed_violations']} proposed actions violated their "
-            f"polytope (max violation {agg['max_violation']:.3g}); the environment α-projected "
-            f"them before executing"
-        )
-    risk = agg["risk"]
-    if risk is not None and not risk["within_bound"]:
-        hard = False
-        notes.append(
-            f"worst-case risk exceeds the bound: risk / bound up to {risk['max_over_bound']:.4f} "
-            f"(the probe's made-up states include infeasible proposals)"
-        )
-    how = doc.get("provenance", {}).get("isolation")
-    if is_unsealed(how):
-        hard = False
-        notes.append(f"unsealed: the submission ran without the sandbox ({how}); an unsealed "
-                     "row never ranks on the hard track")
-    if agg["ratio_vs_slack_guided"] is None:
-        notes.append(f"ratio vs slack-guided unavailable ({doc['references']['slack_guided']})")
-    return ("hard" if hard else "open"), notes
+    return sign_result(doc) if sign else doc

@@ -20,6 +20,9 @@ The README's other blocks (benchmarks, the experiments' tables) are generated ab
 leaderboard, where their code lives: ``python -m experiments.readme`` (from the repository's
 root) rewrites or checks every block, these included, with the functions of this module
 (:func:`check` and :func:`update` take the blocks to fill).
+
+The committed board trusts the committed keys only (:func:`leaderboard.signing.committed_keys`),
+whatever machine regenerates it, so its *verified* marks are signatures under those keys.
 """
 
 from __future__ import annotations
@@ -29,14 +32,18 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from leaderboard.signing import committed_keys
+
 __all__ = ["BLOCKS", "MAIN_JOB", "Generator", "fill", "blocks", "expected_files", "check", "update",
            "run_main_job"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The README's main job (its first set-up command, after ``bash scripts/setup.sh &&``).
+#: It plays the demo suite's public days (``--days public``), so that it reproduces its output
+#: digit for digit; an official row plays fresh days (the command line's default).
 MAIN_JOB = ("-m", "leaderboard", "evaluate", "--agent", "alpha-ddpg", "--suite", "demo",
-            "--out", "runs/demo", "--no-progress")
+            "--days", "public", "--out", "runs/demo", "--no-progress")
 
 
 def _ids(root: Path) -> str:
@@ -60,7 +67,7 @@ def _board(suite: str) -> Callable[[Path], str]:
     def make(root: Path) -> str:
         from leaderboard.render import collect_results, suite_tables
 
-        docs = [d for d in collect_results(root / "results" / "leaderboard")
+        docs = [d for d in collect_results(root / "results" / "leaderboard", committed_keys())
                 if d["suite"]["name"] == suite and d.get("track") != "attacker"]
         return suite_tables(docs).rstrip()
 
@@ -70,7 +77,7 @@ def _board(suite: str) -> Callable[[Path], str]:
 def _attacker_board(root: Path) -> str:
     from leaderboard.render import attacker_tables, collect_results
 
-    docs = [d for d in collect_results(root / "results" / "leaderboard")
+    docs = [d for d in collect_results(root / "results" / "leaderboard", committed_keys())
             if d["suite"]["name"] == "quick" and d.get("track") == "attacker"]
     text = attacker_tables(docs).rstrip()
     return text.replace("### Attacker track\n\n", "", 1)
@@ -117,7 +124,7 @@ def expected_files(root: Path = ROOT,
     readme = (root / "README.md").read_text(encoding="utf-8")
     for name, text in blocks(root, generators).items():
         readme = fill(readme, name, text)
-    board = render_markdown(collect_results(root / "results" / "leaderboard"))
+    board = render_markdown(collect_results(root / "results" / "leaderboard", committed_keys()))
     return {root / "README.md": readme, root / "LEADERBOARD.md": board}
 
 

@@ -2,10 +2,16 @@
 
 Every ``*.json`` under the results directory is loaded and validated
 (:func:`leaderboard.schema.load_result`); an invalid file stops the render with its path and
-reason rather than being skipped. Results are grouped by suite. Within a suite the **hard**
-track (no proposed violation, worst-case risk within the bound) comes first, then the **open**
-track, each ranked by the IQM delay ratio against the static LP (higher is better); failed
-submissions are listed with their reasons.
+reason rather than being skipped. Nothing stored is trusted (SPEC §7): each result's aggregate,
+track and notes are recomputed from its episodes (:func:`leaderboard.summary.summarize`, the
+evaluator's function), and its signature is checked (:mod:`leaderboard.signing`). The
+*verified* column says ``yes`` for a result whose ``verify`` sidecar is signed by a trusted key
+and names its current content, ``signed`` for a result signed by a trusted key, ``no``
+otherwise; a row that is neither ranks on the open track whatever its numbers. Results are
+grouped by suite. Within a suite the **hard** track (no proposed violation, worst-case risk
+within the bound, sealed, fresh days, signed) comes first, then the **open** track, each ranked
+by the IQM delay ratio against the static LP (higher is better); failed submissions are listed
+with their reasons. Names, reasons and notes are escaped in the Markdown and the HTML.
 
 The HTML page needs no network: the rows are embedded as JSON, a small script builds one
 sortable table per suite (click a header; ``#sort=KEY`` or ``#sort=KEY:asc`` in the URL sets the
@@ -24,11 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from leaderboard.sandbox import is_unsealed
-from leaderboard.schema import load_result
+from leaderboard.schema import SchemaError, load_result
+from leaderboard.signing import check_signature, trusted_keys
+from leaderboard.summary import summary_differences, trusted_view
 from leaderboard.verify import is_verified
 
-__all__ = ["COLUMNS", "collect_results", "result_row", "render_markdown", "render_html", "render"]
+__all__ = ["COLUMNS", "assess", "collect_results", "result_row", "render_markdown", "render_html",
+           "render"]
 
 #: (key, header, higher_is_better) of the table columns, in order.
 COLUMNS: tuple[tuple[str, str, bool | None], ...] = (
@@ -48,18 +56,63 @@ COLUMNS: tuple[tuple[str, str, bool | None], ...] = (
 )
 
 
-def collect_results(results_dir: str | Path) -> list[dict[str, Any]]:
-    """Load and validate every result under ``results_dir`` (sorted by path).
+def assess(doc: dict[str, Any], trusted: dict[str, bytes] | None = None) -> dict[str, Any]:
+    """A result as the board shows it: its summary recomputed, its signatures checked.
+
+    Returns a copy of ``doc`` whose ``aggregate``, ``track`` and ``notes`` (an attacker's
+    ``defenders``) are what its episodes give, with ``_verified`` (``"yes"``: a trusted
+    verification of this content; ``"signed"``: signed by a trusted key; ``"no"``) and, for a
+    row that is neither, the hard track withheld and a note saying why. ``doc["_path"]`` (when
+    set) locates the ``verify`` sidecar.
+
+    Args:
+        doc: A loaded result.
+        trusted: The public keys trusted (default :func:`leaderboard.signing.trusted_keys`: the
+            committed ones and this machine's own).
+    """
+    if "_verified" in doc:
+        return doc
+    trusted = trusted_keys() if trusted is None else trusted
+    problems = summary_differences(doc)
+    out = trusted_view(doc)
+    sig = check_signature(doc, trusted)
+    ver = is_verified(doc["_path"], trusted, doc) if doc.get("_path") else None
+    out["_verified"] = "yes" if ver is not None and ver.ok else ("signed" if sig.ok else "no")
+    notes = list(out["notes"])
+    if problems:
+        notes.append("its stored summary differs from what its episodes give (shown: the "
+                     "episodes')")
+    if out["_verified"] == "no" and out.get("status") == "ok":
+        if out.get("track") == "hard":
+            out["track"] = "open"
+        notes.append(f"unverified ({sig.why}): it never ranks on the hard track")
+    out["notes"] = notes
+    return out
+
+
+def collect_results(results_dir: str | Path,
+                    trusted: dict[str, bytes] | None = None) -> list[dict[str, Any]]:
+    """Load, validate and :func:`assess` every result under ``results_dir`` (sorted by path).
+
+    Args:
+        results_dir: The folder (searched recursively for ``*.json``).
+        trusted: The public keys trusted (default: the committed ones and this machine's own).
 
     Raises:
-        leaderboard.schema.SchemaError: naming the first invalid file.
+        leaderboard.schema.SchemaError: naming the first invalid file, or a missing folder.
     """
-    paths = sorted(Path(results_dir).rglob("*.json"))
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise SchemaError(f"{results_dir}: no such folder of results")
+    trusted = trusted_keys() if trusted is None else trusted
     docs = []
-    for path in paths:
+    for path in sorted(root.rglob("*.json")):
         doc = load_result(path)
         doc["_path"] = str(path)
-        docs.append(doc)
+        try:
+            docs.append(assess(doc, trusted))
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+            raise SchemaError(f"{path}: its episodes cannot be summarised ({err})") from err
     return docs
 
 
@@ -70,7 +123,8 @@ def _iv(block: dict[str, float] | None, key: str = "iqm") -> tuple[Any, Any, Any
 
 
 def result_row(doc: dict[str, Any]) -> dict[str, Any]:
-    """Flat scalar fields of one result, for the tables and the plot."""
+    """Flat scalar fields of one result, assessed (:func:`assess`), for the tables and plot."""
+    doc = assess(doc)
     agg = doc.get("aggregate")
     row: dict[str, Any] = {
         "agent": doc["submission"]["name"],
@@ -82,7 +136,7 @@ def result_row(doc: dict[str, Any]) -> dict[str, Any]:
         "error": doc["error"],
         "notes": list(doc["notes"]),
         "commit": _commit(doc),
-        "verified": "yes" if doc.get("_path") and is_verified(doc["_path"]) else "no",
+        "verified": doc["_verified"],
         "date": doc["provenance"].get("created_utc", "")[:10],
         "wall_time_s": doc["timing"]["wall_time_s"],
         "training": _training(doc),
@@ -107,12 +161,8 @@ def result_row(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _track(doc: dict[str, Any]) -> str:
-    """A row's track: ``"failed"``, or the result's, but never hard for an unsealed run."""
-    if doc["status"] != "ok":
-        return "failed"
-    if doc["track"] == "hard" and is_unsealed(doc.get("provenance", {}).get("isolation", "")):
-        return "open"
-    return doc["track"]
+    """A row's track: ``"failed"``, or the one :func:`assess` gave it."""
+    return "failed" if doc["status"] != "ok" else doc["track"]
 
 
 def _commit(doc: dict[str, Any]) -> str:
@@ -174,21 +224,53 @@ def _with_ci(x: Any, lo: Any, hi: Any, digits: int = 2) -> str:
     return f"{x:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~#!])")
+_MD_UNESCAPE = re.compile(r"\\([\\`*_{}\[\]<>|~#!])")
+
+
+def _oneline(text: str) -> str:
+    """``text`` on one line, without control characters."""
+    return "".join(" " if ch in "\r\n\t" else ch for ch in str(text)
+                   if ch.isprintable() or ch in "\r\n\t")
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Plain text for a Markdown table cell or list, on one line.
+
+    Every character that could start markup (emphasis, a link, raw HTML, a code span, a table
+    pipe) is backslash-escaped.
+    """
+    return _MD_SPECIAL.sub(r"\\\1", _oneline(text))
+
+
+def _md_code(text: str) -> str:
+    """``text`` as an inline code span on one line, which its own backticks cannot close.
+
+    A table's pipes are escaped (GitHub's tables split on them even inside code spans).
+    """
+    text = _oneline(text).replace("|", "\\|")
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 _MD_INTRO = """\
-Each row is one submission evaluated on every (environment id, instance) unit of a suite, on
-the same days of arrivals as every other row (`python -m leaderboard evaluate`). **Ratios** are
+Each row is one submission evaluated on every (environment id, instance) unit of a suite
+(`python -m leaderboard evaluate`), on days of arrivals drawn fresh when its evaluation started
+(recorded in its result; `--days public` rows, on the suite's published days, are labelled
+and never rank on the hard track). **Ratios** are
 per-episode delay ratios, reference mean wait / agent mean wait on the same instance and day
 (higher is better): against the static window LP (the paper's metric; the paper reports 1.25
 on average, 2.0 at best) and against slack-guided, the strongest non-learning baseline at the
 same ψ. Aggregates are interquartile means over (days × instances) with 95% stratified-bootstrap
 intervals in brackets (rliable; days are the runs, instances the tasks). **Worst-case risk /
 bound**: the largest, over instances, of the probed worst-case risk divided by Σ_θ ψ_θ.
-**Hard track**: no proposed action outside its polytope and risk within the bound; **open**:
-everything else that completed (infeasible proposals were α-projected by the environment).
+**Hard track**: no proposed action outside its polytope, risk within the bound, sealed, fresh
+days, and signed by a trusted key; **open**: everything else that completed (infeasible
+proposals were α-projected by the environment). Every summary is recomputed from the result's
+episodes. **Verified**: `yes`, reproduced by `python -m leaderboard verify` under a trusted key;
+`signed`, signed by a trusted key's evaluator; `no`, neither.
 """
 
 
@@ -207,7 +289,7 @@ def suite_tables(rows_or_docs: list[dict[str, Any]]) -> str:
         for k, r in enumerate(sel, 1):
             cells = [
                 str(k),
-                f"`{_md_escape(r['agent'])}`",
+                _md_code(r['agent']),
                 _with_ci(r["ratio_lp"], r["ratio_lp_low"], r["ratio_lp_high"]),
                 _with_ci(r["ratio_sg"], r["ratio_sg_low"], r["ratio_sg_high"]),
                 _with_ci(r["mean_wait"], r["mean_wait_low"], r["mean_wait_high"]),
@@ -224,13 +306,13 @@ def suite_tables(rows_or_docs: list[dict[str, Any]]) -> str:
         notes = [(r["agent"], n) for r in sel for n in r["notes"]]
         if notes:
             lines.append("")
-            lines += [f"- `{_md_escape(a)}`: {_md_escape(n)}" for a, n in notes]
+            lines += [f"- {_md_code(a)}: {_md_escape(n)}" for a, n in notes]
         lines.append("")
     failed = [r for r in rows if r["track"] == "failed"]
     if failed:
         lines += ["### Failed submissions", "", "| agent | reason |", "|---|---|"]
         lines += [
-            f"| `{_md_escape(r['agent'])}` | {_md_escape(r['error'] or '')} |" for r in failed
+            f"| {_md_code(r['agent'])} | {_md_escape(r['error'] or '')} |" for r in failed
         ]
         lines.append("")
     return "\n".join(lines)
@@ -254,6 +336,7 @@ def attacker_tables(docs: list[dict[str, Any]]) -> str:
     """The attacker table of one suite's attacker results (attackers x panel defenders)."""
     from leaderboard.attacker import PANEL
 
+    docs = [assess(d) for d in docs]
     ok = [d for d in docs if d["status"] == "ok"]
     panel = [p for p in PANEL if all(p in d["defenders"] for d in ok)] if ok else list(PANEL)
 
@@ -268,25 +351,24 @@ def attacker_tables(docs: list[dict[str, Any]]) -> str:
                   + " | training | commit | verified |"]
         lines.append("|" + "---|" * (len(panel) + 5))
         for k, d in enumerate(ok, 1):
-            cells = [str(k), f"`{_md_escape(d['submission']['name'])}`"]
+            cells = [str(k), _md_code(d['submission']['name'])]
             for p in panel:
                 b = d["defenders"][p]
                 f = b["fraction_of_best_response"]
                 cells.append(("–" if f is None else _with_ci(f["iqm"], f["iqm_low"],
                                                               f["iqm_high"]))
                              + f" (gain {b['gain']['mean']:.3f})")
-            verified = "yes" if d.get("_path") and is_verified(d["_path"]) else "no"
-            cells += [_attacker_training(d), f"`{_commit(d)}`", verified]
+            cells += [_attacker_training(d), f"`{_commit(d)}`", d["_verified"]]
             lines.append("| " + " | ".join(cells) + " |")
         notes = [(d["submission"]["name"], n) for d in ok for n in d["notes"]]
         if notes:
             lines.append("")
-            lines += [f"- `{_md_escape(a)}`: {_md_escape(n)}" for a, n in notes]
+            lines += [f"- {_md_code(a)}: {_md_escape(n)}" for a, n in notes]
         lines.append("")
     failed = [d for d in docs if d["status"] != "ok"]
     if failed:
         lines += ["Failed attackers:", "", "| attacker | reason |", "|---|---|"]
-        lines += [f"| `{_md_escape(d['submission']['name'])}` | {_md_escape(d['error'] or '')} |"
+        lines += [f"| {_md_code(d['submission']['name'])} | {_md_escape(d['error'] or '')} |"
                   for d in failed]
         lines.append("")
     return "\n".join(lines)
@@ -313,6 +395,7 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
     """``LEADERBOARD.md`` for the given results."""
     from leaderboard.suites import SUITES
 
+    docs = [assess(d) for d in docs]
     attackers = [d for d in docs if _is_attacker(d)]
     defenders = [d for d in docs if not _is_attacker(d)]
 
@@ -332,7 +415,7 @@ def render_markdown(docs: list[dict[str, Any]], source: str = "results/leaderboa
         att = [d for d in attackers if d["suite"]["name"] == suite]
         hashes = sorted({r["suite_hash"] for r in rows} | {d["suite"]["hash"] for d in att})
         desc = SUITES[suite].description if suite in SUITES else ""
-        lines += [f"## Suite `{suite}`", ""]
+        lines += [f"## Suite {_md_code(suite)}", ""]
         if desc:
             lines += [f"{desc}. Suite hash `{', '.join(hashes)}`.", ""]
         current = SUITES[suite].digest() if suite in SUITES else None
@@ -360,6 +443,11 @@ def _episode_ratios(doc: dict[str, Any]) -> np.ndarray | None:
     return np.array(cols).T
 
 
+def _plot_label(name: str) -> str:
+    """A row's name as matplotlib draws it verbatim (no mathtext from a ``$`` in the name)."""
+    return _oneline(name).replace("$", "\\$")
+
+
 def _rliable_svg(docs: list[dict[str, Any]], suite: str) -> str:
     """Rliable's interval estimates of the IQM ratio vs LP and the performance profile, as SVG.
 
@@ -376,12 +464,12 @@ def _rliable_svg(docs: list[dict[str, Any]], suite: str) -> str:
     from rliable import plot_utils
 
     done = [d for d in docs if d.get("status") == "ok" and d.get("aggregate")]
-    scores = {d["submission"]["name"]: _episode_ratios(d) for d in done}
+    scores = {_plot_label(d["submission"]["name"]): _episode_ratios(d) for d in done}
     scores = {k: v for k, v in scores.items() if v is not None}
     if not scores:
         return f'<p class="empty">No completed result on suite {html.escape(suite)} to plot.</p>'
     names = sorted(scores, key=lambda n: -np.median(scores[n]))
-    agg = {d["submission"]["name"]: d["aggregate"]["ratio_vs_lp"] for d in done}
+    agg = {_plot_label(d["submission"]["name"]): d["aggregate"]["ratio_vs_lp"] for d in done}
     points = {n: np.array([agg[n]["iqm"]]) for n in names}
     intervals = {n: np.array([[agg[n]["iqm_low"]], [agg[n]["iqm_high"]]]) for n in names}
     hi = max(float(np.max(v)) for v in scores.values())
@@ -520,8 +608,12 @@ _JS = r"""
 
 
 def _md_inline(text: str) -> str:
-    """Escape ``text`` and turn its ``**bold**`` and backtick spans into HTML."""
-    out = html.escape(text.replace("\n", " "))
+    """Escape ``text`` and turn its ``**bold**`` and backtick spans into HTML.
+
+    The Markdown's backslash escapes (:func:`_md_escape`) are undone first: HTML-escaping makes
+    every character plain text here.
+    """
+    out = html.escape(_MD_UNESCAPE.sub(r"\1", text.replace("\n", " ")))
     out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
     return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
 
@@ -530,6 +622,7 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
     """The static page: embedded rows, sortable tables (JavaScript) and an SVG plot per suite."""
     from leaderboard.suites import SUITES
 
+    docs = [assess(d) for d in docs]
     attackers = [d for d in docs if _is_attacker(d)]
     docs = [d for d in docs if not _is_attacker(d)]
     suites = _suites(docs)
@@ -537,7 +630,9 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
         "columns": [list(c) for c in COLUMNS],
         "suites": [{"name": name, "rows": rows} for name, rows in suites.items()],
     }
-    blob = json.dumps(payload, allow_nan=False).replace("</", "<\\/")
+    # Inside <script>, no "<" at all: a name cannot close the element or open a comment.
+    blob = (json.dumps(payload, allow_nan=False).replace("<", "\\u003c")
+            .replace(">", "\\u003e").replace("&", "\\u0026"))
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -609,13 +704,24 @@ def render(
     results_dir: str | Path = "results/leaderboard",
     markdown: str | Path = "LEADERBOARD.md",
     html_path: str | Path = "docs/leaderboard.html",
+    trusted: dict[str, bytes] | None = None,
 ) -> tuple[Path, Path, int]:
     """Write ``markdown`` and ``html_path`` from every result under ``results_dir``.
 
+    Args:
+        results_dir: The results folder (it must exist).
+        markdown: The Markdown board's path.
+        html_path: The static page's path.
+        trusted: The public keys trusted (default: the committed ones and this machine's own;
+            :func:`leaderboard.signing.committed_keys` for the committed board).
+
     Returns:
         (markdown path, html path, number of results).
+
+    Raises:
+        leaderboard.schema.SchemaError: a missing folder or an invalid result (nothing written).
     """
-    docs = collect_results(results_dir)
+    docs = collect_results(results_dir, trusted)
     source = Path(results_dir).as_posix()
     md, page = Path(markdown), Path(html_path)
     md.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderboard.aggregate import BOOTSTRAP_REPS
+from leaderboard.aggregate import BOOTSTRAP_REPS, MAX_REPS
 from leaderboard.sealed import Limits
 
 __all__ = ["BACKENDS", "Execution", "map_units"]
@@ -56,8 +56,9 @@ class Execution:
                              f"{self.backend!r}")
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"workers must be an integer >= 1, got {self.workers!r}")
-        if isinstance(self.reps, bool) or not isinstance(self.reps, int) or self.reps < 1:
-            raise ValueError(f"reps must be an integer >= 1, got {self.reps!r}")
+        if (isinstance(self.reps, bool) or not isinstance(self.reps, int)
+                or not 1 <= self.reps <= MAX_REPS):
+            raise ValueError(f"reps must be an integer in [1, {MAX_REPS}], got {self.reps!r}")
         if self.address is not None and self.backend != "ray":
             raise ValueError("address names a Ray cluster: it needs backend='ray'")
 

@@ -18,8 +18,9 @@ container) or not:
 * a seccomp filter refuses new namespaces, mounts, ``memfd_create``, SysV shared memory, BPF,
   perf, keyrings, userfaultfd and io_uring (:func:`~leaderboard.sandbox_linux.seccomp_program`);
 * the file system read-only, ``/run`` and the evaluator's home hidden (what Python needs from
-  them bound back, read-only), a private ``/tmp`` and ``/dev/shm`` of ``scratch_mb`` each, gone
-  with the namespace;
+  them bound back, read-only), the signing key (:func:`leaderboard.signing.key_path`) an empty
+  file wherever it is, a private ``/tmp`` and ``/dev/shm`` of ``scratch_mb`` each, gone with the
+  namespace;
 * limits on the whole tree: memory (the kernel's, through cgroup v2, where the evaluator's cgroup
   delegates the memory and pids controllers; else polled every :data:`POLL_S` s: the
   proportional resident memory of every process plus what ``/tmp`` and ``/dev/shm`` hold, and
@@ -194,6 +195,14 @@ def weakest(ran: list[str | None], limits: Limits | None = None) -> str:
     """
     known = [r for r in ran if r]
     return next((r for r in known if is_unsealed(r)), known[0] if known else isolation(limits))
+
+
+def _secrets() -> list[str]:
+    """Files a submission must never read, wherever they are: this machine's signing key."""
+    from leaderboard.signing import key_path
+
+    path = os.path.realpath(key_path())
+    return [path] if os.path.isfile(path) else []
 
 
 # The sandbox ------------------------------------------------------------------------------------
@@ -388,6 +397,12 @@ class Sandbox:
             dest = os.path.abspath(path)
             args += [*sandbox_linux.parents(dest, covers), "--perms", "0444", "--ro-bind-data",
                      str(fd), dest]
+        for secret in _secrets():  # the signing key: an empty file wherever it shows
+            if not any(under(secret, c) for c in covers) or any(under(secret, d) for d in done):
+                with tempfile.TemporaryFile() as fh:
+                    fd = os.dup(fh.fileno())
+                keep.append(fd)
+                args += ["--perms", "0444", "--ro-bind-data", str(fd), secret]
         for h in sorted(hidden, key=len):
             args += ["--remount-ro", h]
         return args

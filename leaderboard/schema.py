@@ -8,6 +8,7 @@ A result file holds one submission evaluated on one suite. Its top-level keys:
 | ``kind`` | the constant ``"tsg-envs leaderboard result"`` |
 | ``submission`` | name, kind (file / baseline), source, checkpoint, fingerprint (sha256) |
 | ``suite`` | name, hash (:meth:`Suite.digest`) and the full definition |
+| ``days`` | ``kind`` (fresh / public / chosen) and the arrival ``seeds`` played |
 | ``status`` | ``"ok"`` or ``"failed"``; ``error`` holds the reason of a failed row |
 | ``track`` | ``"hard"`` (no proposed violation, risk within bound), ``"open"``, or null; |
 |  | ``"attacker"`` for an attacker's result (:data:`ATTACKER_SCHEMA`) |
@@ -17,6 +18,11 @@ A result file holds one submission evaluated on one suite. Its top-level keys:
 | ``metrics_digest`` | sha256 of everything above except timings: equal digests = same result |
 | ``provenance`` | package versions, Python, platform, hardware, git commit, UTC time |
 | ``timing`` | wall time of the whole run and per unit (not part of the digest) |
+| ``signature`` | Ed25519 signature of everything else (:mod:`leaderboard.signing`) |
+
+The summary fields (``aggregate``, ``track``, ``notes``; an attacker's ``defenders``) are what
+the evaluator computed; ``render`` and ``verify`` never trust them, but recompute them from the
+units (:mod:`leaderboard.summary`).
 
 :data:`SCHEMA` is the JSON Schema (draft 2020-12 subset) of that layout;
 :func:`validate` checks a document against it (the subset of keywords used here: ``type``,
@@ -46,6 +52,8 @@ __all__ = [
     "load_result",
     "save_result",
     "result_filename",
+    "read_regular_file",
+    "MAX_RESULT_BYTES",
 ]
 
 #: Version of the result layout.
@@ -134,6 +142,25 @@ _UNIT = {
     },
 }
 
+#: The days a row played (:class:`leaderboard.suites.Days`; absent: the suite's public days).
+_DAYS = {
+    "type": "object",
+    "required": ["kind", "seeds"],
+    "additionalProperties": False,
+    "properties": {
+        "kind": {"enum": ["fresh", "public", "chosen"]},
+        "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+    },
+}
+
+#: The evaluator's or a maintainer's Ed25519 signature (:mod:`leaderboard.signing`).
+_SIGNATURE = {
+    "type": "object",
+    "required": ["algorithm", "key_id", "public_key", "value"],
+    "additionalProperties": False,
+    "properties": {k: {"type": "string"} for k in ("algorithm", "key_id", "public_key", "value")},
+}
+
 #: JSON Schema of a result file.
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -183,6 +210,8 @@ SCHEMA: dict[str, Any] = {
                 "definition": {"type": "object"},
             },
         },
+        "days": _DAYS,
+        "signature": _SIGNATURE,
         "status": {"enum": ["ok", "failed"]},
         "error": {"type": ["string", "null"]},
         "track": {"enum": ["hard", "open", None]},
@@ -302,8 +331,8 @@ ATTACKER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         **{k: SCHEMA["properties"][k] for k in (
-            "schema_version", "kind", "submission", "suite", "status", "error", "notes",
-            "metrics_digest", "provenance", "timing")},
+            "schema_version", "kind", "submission", "suite", "days", "signature", "status",
+            "error", "notes", "metrics_digest", "provenance", "timing")},
         "track": {"const": "attacker"},
         "panel": {"type": "object"},
         "units": {"type": "array", "items": {
@@ -332,6 +361,37 @@ ATTACKER_SCHEMA: dict[str, Any] = {
 
 class SchemaError(ValueError):
     """A result document does not conform to :data:`SCHEMA`."""
+
+
+#: Largest result file read (bytes; the full suite's results are about 1 MiB).
+MAX_RESULT_BYTES = 256 * 2**20
+
+
+def read_regular_file(path: str | Path, limit: int) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them, read through one open descriptor.
+
+    A FIFO, a device (``/dev/zero``), a folder or a symbolic link to one of them is refused
+    before a byte is read, and so is a file over ``limit``: nothing a user names can make the
+    evaluator read without end or wait on a pipe.
+
+    Raises:
+        OSError: it cannot be opened.
+        ValueError: not a regular file of at most ``limit`` bytes.
+    """
+    import os
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO's open must not wait
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        if st.st_size > limit:
+            raise ValueError(f"{path} is larger than {limit / 2**20:g} MiB")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path} is larger than {limit / 2**20:g} MiB")
+    return data
 
 
 class ResultExistsError(FileExistsError):
@@ -406,8 +466,9 @@ def validate(doc: Any) -> None:
 
 
 def metrics_digest(doc: dict[str, Any]) -> str:
-    """sha256 of a result without ``provenance``, ``timing`` and ``metrics_digest`` itself."""
-    core = {k: v for k, v in doc.items() if k not in ("provenance", "timing", "metrics_digest")}
+    """sha256 of a result without ``provenance``, ``timing``, ``signature`` and the digest."""
+    core = {k: v for k, v in doc.items()
+            if k not in ("provenance", "timing", "metrics_digest", "signature", "_path")}
     blob = json.dumps(core, sort_keys=True, allow_nan=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -432,10 +493,11 @@ def load_result(path: str | Path) -> dict[str, Any]:
         raise SchemaError(f"{path}: holds {token}, which strict JSON (and a result) cannot")
 
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=refuse)
+        doc = json.loads(read_regular_file(path, MAX_RESULT_BYTES).decode("utf-8"),
+                         parse_constant=refuse)
     except json.JSONDecodeError as err:
         raise SchemaError(f"{path}: not JSON ({err})") from err
-    except (OSError, UnicodeDecodeError) as err:
+    except (OSError, ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
         raise SchemaError(f"{path}: unreadable ({err})") from err
     try:
         validate(doc)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import stat
 import sys
 from typing import Any
 
@@ -29,18 +28,18 @@ import numpy as np
 
 from leaderboard.sandbox import MAX_REPLY_BYTES, Limits, Sandbox, SandboxError, isolation
 from leaderboard.submission import (
+    MAX_SOURCE_BYTES,
     SubmissionError,
     SubmissionSpec,
     checkpoint_path,
     describe_exception,
+    read_bounded,
 )
 
 __all__ = ["MAX_REPLY_BYTES", "Limits", "SealedAgent", "SealedAttacker", "isolation", "serve"]
 
 #: The entry point the sandboxed process runs (:func:`serve`).
 ENTRY = "leaderboard.sealed:serve"
-#: Largest submission file read (bytes).
-MAX_SOURCE_BYTES = 16 * 2**20
 
 
 def serve(channel: Any, setup: tuple[Any, ...]) -> None:  # pragma: no cover - sandboxed side
@@ -124,14 +123,9 @@ def _integer_reply(method: str, out: Any) -> dict[str, Any]:  # pragma: no cover
 def _read_source(path: str) -> bytes:
     """The submission file's bytes (a regular file of at most :data:`MAX_SOURCE_BYTES`)."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
-                raise SubmissionError(f"import failed: {path} is not a regular file of at most "
-                                      f"{MAX_SOURCE_BYTES // 2**20} MiB")
-            return fh.read(MAX_SOURCE_BYTES + 1)
-    except OSError as err:
-        raise SubmissionError(f"import failed: {path}: {err.strerror}") from None
+        return read_bounded(path, MAX_SOURCE_BYTES)
+    except SubmissionError as err:
+        raise SubmissionError(f"import failed: {err}") from None
 
 
 class SealedAgent:

@@ -40,7 +40,11 @@ import gymnasium as gym
 import numpy as np
 
 __all__ = [
+    "MAX_CHECKPOINT_BYTES",
+    "MAX_SOURCE_BYTES",
+    "check_template",
     "checkpoint_path",
+    "read_bounded",
     "missing_checkpoints",
     "load_file",
     "sha256_file",
@@ -56,8 +60,57 @@ __all__ = [
 ]
 
 
+#: Largest submission file read (bytes).
+MAX_SOURCE_BYTES = 16 * 2**20
+#: Largest checkpoint file hashed (bytes).
+MAX_CHECKPOINT_BYTES = 4 * 2**30
+#: The placeholders a checkpoint template may hold.
+TEMPLATE_FIELDS = ("env", "instance", "seed")
+
+
 class SubmissionError(Exception):
     """A submission failed; ``str(err)`` is the one-line reason shown in its row."""
+
+
+def read_bounded(path: str | Path, limit: int) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them, read through one open descriptor.
+
+    A FIFO, a device (``/dev/zero``), a folder or a symbolic link to one of them is refused
+    before a byte is read, and so is a file over ``limit``: nothing a user names can make the
+    evaluator read without end.
+
+    Raises:
+        SubmissionError: not a regular file of at most ``limit`` bytes, or unreadable.
+    """
+    from leaderboard.schema import read_regular_file
+
+    try:
+        return read_regular_file(path, limit)
+    except OSError as err:
+        raise SubmissionError(f"{path}: {err.strerror}") from None
+    except ValueError as err:
+        raise SubmissionError(str(err)) from None
+
+
+def check_template(template: str) -> None:
+    """A checkpoint path template: only ``{env}``, ``{instance}`` and ``{seed}`` placeholders.
+
+    Raises:
+        ValueError: another placeholder, a conversion or format spec, or an unbalanced brace.
+    """
+    import string
+
+    try:
+        fields = [f for _, f, spec, conv in string.Formatter().parse(template)
+                  if f is not None or spec or conv]
+        template.format(**{k: 0 for k in TEMPLATE_FIELDS})
+    except (ValueError, KeyError, IndexError, AttributeError) as err:
+        raise ValueError(f"malformed --checkpoint template {template!r} ({err}); it may hold "
+                         "{env}, {instance} and {seed}") from None
+    bad = [f for f in fields if f not in TEMPLATE_FIELDS]
+    if bad:
+        raise ValueError(f"malformed --checkpoint template {template!r}: unknown placeholder "
+                         f"{{{bad[0]}}}; it may hold {{env}}, {{instance}} and {{seed}}")
 
 
 def describe_exception(prefix: str, err: BaseException) -> str:
@@ -96,6 +149,8 @@ class SubmissionSpec:
     train_seed: int = 0
 
     def __post_init__(self) -> None:
+        if self.checkpoint is not None:
+            check_template(self.checkpoint)
         if self.train_seeds is not None:
             seeds = tuple(int(x) for x in self.train_seeds)
             if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
@@ -145,9 +200,13 @@ class LoadedSubmission:
         }
 
 
-def sha256_file(path: Path) -> str:
-    """sha256 (hex) of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def sha256_file(path: Path, limit: int = MAX_CHECKPOINT_BYTES) -> str:
+    """sha256 (hex) of a regular file's bytes (:func:`read_bounded`: at most ``limit``).
+
+    Raises:
+        SubmissionError: not a regular file of at most ``limit`` bytes.
+    """
+    return hashlib.sha256(read_bounded(path, limit)).hexdigest()
 
 
 def load_file(spec: SubmissionSpec, factory_name: str = "make_agent") -> LoadedSubmission:
@@ -155,7 +214,7 @@ def load_file(spec: SubmissionSpec, factory_name: str = "make_agent") -> LoadedS
     path = Path(spec.source)
     if not path.is_file():
         raise SubmissionError(f"import failed: no such file {spec.source!r}")
-    digest = sha256_file(path)
+    digest = sha256_file(path, MAX_SOURCE_BYTES)
     module_name = f"tsg_submission_{digest[:12]}"
     try:
         module_spec = importlib.util.spec_from_file_location(module_name, path)
@@ -226,8 +285,9 @@ def literal_name(path: str | Path) -> str | None:
     import ast
 
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        tree = ast.parse(read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8"))
+    except (SubmissionError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
+            MemoryError):
         return None
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
@@ -274,7 +334,7 @@ def _load_baseline(spec: SubmissionSpec) -> LoadedSubmission:
             path = Path(spec.checkpoint)
             if not path.exists():
                 raise SubmissionError(f"checkpoint not found: {spec.checkpoint}")
-            if path.is_file():
+            if not path.is_dir():
                 h.update(sha256_file(path).encode())
 
     def make_agent(
@@ -334,14 +394,15 @@ def describe_submission(spec: SubmissionSpec) -> LoadedSubmission:
         raise SubmissionError("train seeds apply to baseline names only; a file submission "
                               "trains (or not) in its own make_agent")
     path = Path(spec.source)
-    if not path.is_file():
+    if not path.exists():
         raise SubmissionError(f"import failed: no such file {spec.source!r}")
+    fingerprint = sha256_file(path, MAX_SOURCE_BYTES)
 
     def not_here(*_: Any, **__: Any) -> Any:
         raise RuntimeError("a file submission's make_agent runs in its own process only")
 
     return LoadedSubmission(spec=spec, name=row_name(spec), kind="file", description="",
-                            fingerprint=sha256_file(path), learned=None, make_agent=not_here)
+                            fingerprint=fingerprint, learned=None, make_agent=not_here)
 
 
 def load_submission(spec: SubmissionSpec) -> LoadedSubmission:

@@ -16,18 +16,30 @@ may have been fitted to (as in the paper, one policy per instance), on days it h
 
 The suite hash (:meth:`Suite.digest`) covers every field below plus
 :data:`PROTOCOL_VERSION`, so a result says exactly which protocol produced it.
+
+**Which days a row plays** (:class:`Days`, SPEC §7). A suite's ``arrival_seeds`` are public:
+a submission could replay them and plan with foresight. An official row plays **fresh** days
+(``evaluate --days fresh``, the default on the command line): as many seeds as the suite has
+days, drawn by :func:`fresh_days` from the operating system's entropy (:mod:`secrets`) when the
+evaluation starts, in the evaluator, before any submission's process exists, and recorded in
+the result, so ``verify`` replays them. ``--days public`` plays the suite's own seeds
+(development, the README's main job) and ``--days S1,S2,...`` chosen ones; such rows are
+labelled and never rank on the hard track. Every day seed lies in
+[:data:`~tsg_envs.seeds.LEADERBOARD_SEED_BASE`, 2**63): disjoint from training seeds.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
-__all__ = ["PROTOCOL_VERSION", "Suite", "SUITES", "get_suite"]
+__all__ = ["PROTOCOL_VERSION", "DAY_KINDS", "MAX_DAY_SEED", "Days", "Suite", "SUITES",
+           "days_of", "fresh_days", "get_suite", "parse_days"]
 
 #: Version of the evaluation protocol (what is measured and how); part of every suite hash.
 PROTOCOL_VERSION: int = 2
@@ -192,3 +204,97 @@ def get_suite(name: str) -> Suite:
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; choose one of {', '.join(SUITES)}")
     return SUITES[name]
+
+
+#: How a row's days were chosen: drawn at the start (the only kind that ranks on the hard
+#: track), the suite's public seeds, or seeds named on the command line.
+DAY_KINDS: tuple[str, ...] = ("fresh", "public", "chosen")
+#: Day seeds lie below this (and at or above LEADERBOARD_SEED_BASE).
+MAX_DAY_SEED: int = 2**63
+#: Most days one row may play (``--days S1,S2,...``).
+MAX_DAYS: int = 1_000
+
+
+@dataclass(frozen=True)
+class Days:
+    """The arrival seeds a row plays, and how they were chosen (the module doc).
+
+    Attributes:
+        kind: ``"fresh"``, ``"public"`` or ``"chosen"`` (:data:`DAY_KINDS`).
+        seeds: The arrival seeds, in play order.
+    """
+
+    kind: str
+    seeds: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.kind not in DAY_KINDS:
+            raise ValueError(f"days must be one of {', '.join(DAY_KINDS)}, got {self.kind!r}")
+        seeds = tuple(self.seeds)
+        if not 1 <= len(seeds) <= MAX_DAYS:
+            raise ValueError(f"a row plays 1 to {MAX_DAYS} days, got {len(seeds)}")
+        for s in seeds:
+            if isinstance(s, bool) or not isinstance(s, int) or not (
+                    LEADERBOARD_SEED_BASE <= s < MAX_DAY_SEED):
+                raise ValueError(f"a day seed must be an integer in [2**31, 2**63) (the range "
+                                 f"reserved for evaluation), got {s!r}")
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"day seeds must be distinct, got {list(seeds)}")
+        object.__setattr__(self, "seeds", seeds)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result's ``days`` block."""
+        return {"kind": self.kind, "seeds": list(self.seeds)}
+
+    def label(self) -> str:
+        """A short phrase for a row's note (empty for fresh days)."""
+        if self.kind == "fresh":
+            return ""
+        shown = ", ".join(str(s) for s in self.seeds[:3]) + (", ..." if len(self.seeds) > 3
+                                                             else "")
+        what = "the suite's public days" if self.kind == "public" else "chosen days"
+        return f"{what} ({shown})"
+
+
+def fresh_days(n: int) -> Days:
+    """``n`` distinct day seeds drawn now from the operating system's entropy (:mod:`secrets`).
+
+    No submission can read them: they are drawn in the evaluator before any submission's
+    process starts, from a source no seed or clock predicts.
+    """
+    seeds: list[int] = []
+    while len(seeds) < n:
+        s = LEADERBOARD_SEED_BASE + secrets.randbelow(MAX_DAY_SEED - LEADERBOARD_SEED_BASE)
+        if s not in seeds:
+            seeds.append(s)
+    return Days("fresh", tuple(seeds))
+
+
+def parse_days(text: str, suite: Suite) -> Days:
+    """``--days``: ``fresh`` (drawn now), ``public`` (the suite's) or ``S1,S2,...`` (chosen).
+
+    Raises:
+        ValueError: anything else, or chosen seeds outside [2**31, 2**63) or repeated.
+    """
+    text = text.strip()
+    if text == "fresh":
+        return fresh_days(len(suite.arrival_seeds))
+    if text == "public":
+        return Days("public", tuple(suite.arrival_seeds))
+    try:
+        seeds = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"--days must be fresh, public or seeds S1,S2,... (integers in "
+                         f"[2**31, 2**63)), got {text[:80]!r}") from None
+    return Days("chosen", seeds)
+
+
+def days_of(doc: dict[str, Any]) -> Days:
+    """The days a result played: its ``days`` block, else its suite's public seeds.
+
+    (A result written before rows recorded their days played its suite's public seeds.)
+    """
+    block = doc.get("days")
+    if block is None:
+        return Days("public", tuple(doc["suite"]["definition"]["arrival_seeds"]))
+    return Days(block["kind"], tuple(block["seeds"]))

@@ -27,6 +27,7 @@ import numpy as np
 
 import tsg_envs  # noqa: F401  (registers the ids)
 from leaderboard.submission import (
+    MAX_SOURCE_BYTES,
     LoadedSubmission,
     SubmissionError,
     SubmissionSpec,
@@ -80,9 +81,9 @@ def describe_attacker(spec: SubmissionSpec) -> LoadedSubmission:
     """
     if spec.is_file:
         path = Path(spec.source)
-        if not path.is_file():
+        if not path.exists():
             raise SubmissionError(f"import failed: no such file {spec.source!r}")
-        fingerprint, description, learned = sha256_file(path), "", None
+        fingerprint, description, learned = sha256_file(path, MAX_SOURCE_BYTES), "", None
     else:
         if spec.source not in ATTACKER_BASELINES:
             raise SubmissionError(
@@ -94,7 +95,7 @@ def describe_attacker(spec: SubmissionSpec) -> LoadedSubmission:
             h.update(spec.checkpoint.encode())
             if "{" not in spec.checkpoint:
                 path = Path(spec.checkpoint)
-                if not path.is_file():
+                if not path.exists():
                     raise SubmissionError(f"checkpoint not found: {spec.checkpoint}")
                 h.update(sha256_file(path).encode())
         fingerprint = h.hexdigest()

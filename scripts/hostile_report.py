@@ -56,13 +56,17 @@ import json, sys, time
 from leaderboard.evaluate import evaluate_submission
 from leaderboard.sealed import Limits
 from leaderboard.submission import SubmissionSpec
-from leaderboard.suites import EVAL_SEED_BASE, Suite
+from leaderboard.runner import Execution
+from leaderboard.suites import Days, Suite
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 tiny = Suite(name="tiny", description="one unit", env_ids=("tsg/Screening-Window-5F-v1",),
-             instance_seeds=(0,), arrival_seeds=(EVAL_SEED_BASE,), risk_max_states=3,
+             instance_seeds=(0,), arrival_seeds=(LEADERBOARD_SEED_BASE,), risk_max_states=3,
              train_gradient_steps=10)
 t0 = time.monotonic()
-doc = evaluate_submission(SubmissionSpec(sys.argv[1]), tiny, progress=False, reps=50,
-                          limits=Limits(**json.loads(sys.argv[2])))
+doc = evaluate_submission(SubmissionSpec(sys.argv[1]), tiny,
+                          Execution(progress=False, reps=50,
+                                    limits=Limits(**json.loads(sys.argv[2]))),
+                          days=Days("fresh", tiny.arrival_seeds))
 print("RESULT " + json.dumps({"status": doc["status"], "error": doc["error"],
       "track": doc["track"], "description": doc["submission"]["description"],
       "isolation": doc["provenance"]["isolation"], "wall_s": round(time.monotonic() - t0, 2)}),

@@ -14,11 +14,18 @@ Tests derive their expected values from these numbers in comments.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any
 
 import numpy as np
 
 from tsg_envs import Arrivals, Game, GameConfig
+
+# Results the tests evaluate are signed with a throwaway key of this test process, never with
+# the machine's own (leaderboard.signing.key_path): a test never writes to ~/.config.
+_KEY_DIR = tempfile.mkdtemp(prefix="tsg-test-key-")
+os.environ["TSG_ENVS_SIGNING_KEY"] = os.path.join(_KEY_DIR, "signing_key")
 
 
 def tiny_game(**overrides: Any) -> Game:

@@ -232,8 +232,8 @@ def test_results_save_render_and_verify(honest_doc, tmp_path) -> None:
         doc["metrics_digest"] = metrics_digest(doc)
         path.write_text(json.dumps(doc))
         assert not is_verified(path)
-        v = verify(path, Execution(limits=FAST))
-        assert not v.ok and "not reproduced" in v.message
+        v = verify(path, Execution(limits=FAST))  # its summary no longer matches its episodes
+        assert not v.ok and "forged or edited" in v.message
     finally:
         del suites.SUITES["tiny"]
 

@@ -11,9 +11,11 @@ tier); without a sealed sandbox they fail, they do not skip.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -23,18 +25,20 @@ import numpy as np
 import pytest
 
 from leaderboard.evaluate import evaluate_submission, make_unit_env
+from leaderboard.runner import Execution
 from leaderboard.sandbox import isolation
 from leaderboard.sandbox_linux import owned_by, state
 from leaderboard.sealed import Limits, SealedAgent
 from leaderboard.submission import GuardedAgent, SubmissionError, SubmissionSpec
-from leaderboard.suites import EVAL_SEED_BASE, Suite
+from leaderboard.suites import Days, Suite
+from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 pytestmark = [pytest.mark.hostile, pytest.mark.timeout(240)]
 
 HOSTILE = Path(__file__).parent / "hostile"
 ROOT = Path(__file__).resolve().parent.parent
 TINY = Suite(name="tiny", description="test suite", env_ids=("tsg/Screening-Window-5F-v1",),
-             instance_seeds=(0,), arrival_seeds=(EVAL_SEED_BASE,), risk_max_states=3,
+             instance_seeds=(0,), arrival_seeds=(LEADERBOARD_SEED_BASE,), risk_max_states=3,
              train_gradient_steps=10)
 UNIT = ("tsg/Screening-Window-5F-v1", 0)
 SMALL = Limits(call_s=3.0, unit_s=90.0, memory_mb=1024, max_procs=64, scratch_mb=256)
@@ -80,7 +84,7 @@ def _start(path: str, limits: Limits = SMALL) -> SealedAgent:
 
 
 def _obs() -> tuple[np.ndarray, dict]:
-    return make_unit_env(*UNIT, TINY.kwargs()).reset(seed=EVAL_SEED_BASE)
+    return make_unit_env(*UNIT, TINY.kwargs()).reset(seed=LEADERBOARD_SEED_BASE)
 
 
 def _assert_gone(agent: SealedAgent, mark: str | None = None) -> None:
@@ -96,13 +100,37 @@ def _assert_gone(agent: SealedAgent, mark: str | None = None) -> None:
 
 def test_remount_and_writes_outside_fail_and_the_row_stays_ordinary(tmp_path, sealed) -> None:
     path, _, out = _hostile(tmp_path, "remount")
-    doc = evaluate_submission(SubmissionSpec(path), TINY, progress=False, reps=50, limits=SMALL)
+    doc = evaluate_submission(SubmissionSpec(path), TINY,
+                              Execution(progress=False, reps=50, limits=SMALL),
+                              days=Days("fresh", TINY.arrival_seeds))
     assert doc["status"] == "ok" and doc["track"] == "hard", doc["error"]
     assert doc["provenance"]["isolation"] == sealed
     said = doc["submission"]["description"]
     assert "remount /: Operation not permitted" in said, said  # no CAP_SYS_ADMIN, no mount()
     assert "write outside: ok" not in said, said
     assert list(out.iterdir()) == []
+
+
+def test_the_signing_key_cannot_be_read(tmp_path, monkeypatch, sealed) -> None:
+    """The key sits where the sandbox's read-only view would show it: it reads an empty file."""
+    import hashlib
+
+    from leaderboard import signing
+
+    folder = Path(tempfile.mkdtemp(prefix=".hostile-key-", dir=ROOT))  # visible, read-only
+    try:
+        key = folder / "signing_key"
+        monkeypatch.setenv(signing.KEY_ENV, str(key))
+        signing.load_key(create=True)
+        secret = hashlib.sha256(key.read_bytes()).hexdigest()
+        path, _, _ = _hostile(tmp_path, "key_read", KEY=key)
+        agent = _start(path)
+        said = agent.description
+        _assert_gone(agent)
+    finally:
+        shutil.rmtree(folder)
+    assert secret not in said, said
+    assert f"{key}: read 0 bytes" in said, said  # an empty file where the key is
 
 
 _EVALUATOR = """

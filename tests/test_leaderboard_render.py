@@ -22,7 +22,7 @@ from leaderboard.render import collect_results, render, render_markdown
 from leaderboard.runner import Execution
 from leaderboard.schema import SchemaError, save_result
 from leaderboard.submission import SubmissionSpec
-from leaderboard.suites import Suite
+from leaderboard.suites import Days, Suite
 from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,7 +62,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         SubmissionSpec(str(subs / "broken.py")),
     ]
     for spec in specs:
-        save_result(evaluate_submission(spec, TINY, Execution(progress=False, reps=100)), out)
+        save_result(evaluate_submission(spec, TINY, Execution(progress=False, reps=100),
+                                        days=Days("fresh", TINY.arrival_seeds)), out)
     return out
 
 
@@ -157,7 +158,8 @@ def test_a_checkpoint_row_shows_the_budget_it_was_trained_for(tmp_path: Path) ->
     for name, steps in (("labelled", 10), ("unlabelled", None)):
         spec = SubmissionSpec("alpha-ddpg", checkpoint=str(run), name=name,
                               train_gradient_steps=steps)
-        save_result(evaluate_submission(spec, TINY, Execution(progress=False, reps=100)), out)
+        save_result(evaluate_submission(spec, TINY, Execution(progress=False, reps=100),
+                                        days=Days("fresh", TINY.arrival_seeds)), out)
     md = render_markdown(collect_results(out))
     row = {line.split("|")[2].strip(" `"): line for line in md.splitlines()
            if line.startswith("| ") and "`" in line}

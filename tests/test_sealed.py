@@ -18,7 +18,7 @@ from leaderboard.evaluate import evaluate_submission
 from leaderboard.runner import Execution
 from leaderboard.sealed import Limits
 from leaderboard.submission import SubmissionSpec
-from leaderboard.suites import Suite
+from leaderboard.suites import Days, Suite
 from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 TINY = Suite(
@@ -31,6 +31,8 @@ TINY = Suite(
     train_gradient_steps=10,
 )
 FAST = Limits(call_s=10.0, unit_s=120.0, memory_mb=4096)
+#: TINY's days, labelled fresh (as if drawn now): what a hard-track row needs.
+FRESH = Days("fresh", TINY.arrival_seeds)
 
 HONEST = """
 NAME = "{name}"
@@ -63,7 +65,7 @@ def _honest(tmp_path: Path, name: str, act_extra: str = "pass", make_extra: str 
 
 def _run(path: str, limits: Limits = FAST) -> dict:
     return evaluate_submission(SubmissionSpec(path), TINY,
-                               Execution(progress=False, reps=50, limits=limits))
+                               Execution(progress=False, reps=50, limits=limits), days=FRESH)
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +207,7 @@ def test_an_unsealed_run_is_recorded_and_never_ranks_hard(tmp_path, honest_doc) 
 
     off = Limits(call_s=10.0, unit_s=120.0, isolate=False)
     doc = evaluate_submission(SubmissionSpec(_honest(tmp_path, "plain")), TINY,
-                              Execution(progress=False, reps=50, limits=off))
+                              Execution(progress=False, reps=50, limits=off), days=FRESH)
     assert doc["status"] == "ok" and _episodes(doc) == _episodes(honest_doc)
     assert doc["provenance"]["isolation"] == "unsealed: --no-isolation"
     assert doc["track"] == "open" and any(n.startswith("unsealed") for n in doc["notes"])

@@ -52,6 +52,8 @@ _POLYTOPE_CACHE: KeyedCache[PolytopeSet] = KeyedCache(32)
 #: Proposal entries beyond this magnitude are far off the simplex; measuring their rows could
 #: overflow, so their violation is taken as inf (they are still finite, so never an error).
 _HUGE: float = 1e150
+#: The float64 dtype (an action of this dtype skips the conversion).
+_F64 = np.dtype(np.float64)
 
 
 def _cached_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
@@ -74,7 +76,9 @@ class ScreeningEnv(gym.Env):
 
     ## Action Space
     ``Box(0, 1, (T,), float32)``: π, an allocation over the T teams that must lie in the current
-    category's action polytope (on the simplex: π ≥ 0, Σπ = 1).
+    category's action polytope (on the simplex: π ≥ 0, Σπ = 1). Any array (or sequence) of real
+    numbers is accepted (float, signed or unsigned integer dtypes); complex, boolean, string,
+    date-time and object arrays raise ``TypeError`` instead of being converted.
 
     ## Action Constraints
     For the waiting passenger's category c = ⟨θ, κ⟩ (``info["category"]``, also the one-hot
@@ -363,7 +367,9 @@ class ScreeningEnv(gym.Env):
         # The hot path: a finite proposal of the right shape, on the simplex to within the
         # tolerance and non-negative (what a constrained agent proposes). The same numbers as
         # _measure and the general path below, with fewer calls; anything else goes there.
-        a = np.asarray(action, dtype=np.float64)
+        a = action
+        if type(a) is not np.ndarray or a.dtype is not _F64:  # one cheap test on the hot path
+            a = validation.real_array("action", action)  # refuses complex, bool, str, objects
         if a.shape == self._action_shape:
             p = a.tolist()
             amin = min(p)
@@ -577,7 +583,7 @@ class ScreeningEnv(gym.Env):
         self, action: Any, c: int
     ) -> tuple[np.ndarray, Any, float, float, float, float]:
         """(proposal as float64, risk-row excess, Σπ, min π, violation, max row excess)."""
-        a = np.asarray(action, dtype=np.float64)
+        a = validation.real_array("action", action)
         if a.shape != self._action_shape:
             raise ValueError(f"action must have shape {self._action_shape}, got {a.shape}")
         # A handful of numbers: Python's builtins are cheaper than numpy reductions here (min and

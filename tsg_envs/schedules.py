@@ -26,9 +26,11 @@ import csv
 import datetime as _dt
 import functools
 import importlib.util
+import io
 import math
 import os
 import re
+import stat
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from tsg_envs.validation import DEPARTURE_RANGE, MAX_SCHEDULE_ROWS
+from tsg_envs.validation import DEPARTURE_RANGE, MAX_SCHEDULE_BYTES, MAX_SCHEDULE_ROWS
 
 __all__ = [
     "HUB_PROFILE",
@@ -284,7 +286,16 @@ def load_departures_csv(
         raise ScheduleError(f"{where}: no such file")
     reader = None
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
+        # One descriptor, opened without waiting (a FIFO's open would block), checked before a
+        # byte is read: a regular file of at most MAX_SCHEDULE_BYTES (not a pipe, not /dev/zero).
+        fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK)
+        raw = os.fdopen(fd, "rb")
+        st = os.fstat(raw.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SCHEDULE_BYTES:
+            raw.close()
+            raise ScheduleError(f"{where}: a schedule must be a regular file of at most "
+                                f"{MAX_SCHEDULE_BYTES // 2**20} MiB")
+        with io.TextIOWrapper(raw, newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
             return _read_departures(reader, where, column)
     except UnicodeDecodeError as exc:

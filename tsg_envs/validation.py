@@ -40,6 +40,7 @@ bound                          value       what it limits
 :data:`MIN_PLAN_UTILISATION`   0.05        u, the share of capacity the static LP plans (<= 1)
 :data:`MAX_RISK_SLACK`         100         ``risk_slack`` (ψ = ψ^LP (1 + slack))
 :data:`MAX_VIOLATION_PENALTY`  1e6         ``violation_penalty`` (penalize mode)
+:data:`MAX_SCHEDULE_BYTES`     512 MiB     a ``csv:PATH`` schedule (a regular file only)
 =============================  ==========  ==================================================
 """
 
@@ -73,6 +74,7 @@ __all__ = [
     "MAX_DEPARTURE_SPAN",
     "MIN_PLAN_UTILISATION",
     "MAX_SCHEDULE_ROWS",
+    "MAX_SCHEDULE_BYTES",
     "MAX_RISK_SLACK",
     "MIN_ARRIVAL_STD",
     "RATE_RANGE",
@@ -80,9 +82,11 @@ __all__ = [
     "MAX_VIOLATION_PENALTY",
     "describe",
     "check_int",
+    "cli_real",
     "cli_int",
     "check_real",
     "check_choice",
+    "real_array",
     "check_real_array",
 ]
 
@@ -124,6 +128,8 @@ MAX_RISK_SLACK: float = 100.0
 MAX_VIOLATION_PENALTY: float = 1e6
 #: Data rows a schedule file may hold (a month of a large airport's departures fits).
 MAX_SCHEDULE_ROWS: int = 1_000_000
+#: Largest schedule file (bytes); it must be a regular file (not a pipe or a device).
+MAX_SCHEDULE_BYTES: int = 512 * 2**20
 
 
 def describe(value: Any) -> str:
@@ -183,6 +189,33 @@ def cli_int(low: int) -> Callable[[str], int]:
     return parse
 
 
+def cli_real(low: float | None = None, *, low_open: bool = False,
+             high: float | None = None) -> Callable[[str], float]:
+    """An ``argparse`` ``type`` for a real number on a command line: finite, within the bounds.
+
+    ``inf``, ``nan`` and numbers out of range are usage errors, raised while the command line is
+    parsed (before anything runs), e.g. ``argument --unit-timeout: must be a finite number > 0,
+    got inf``.
+    """
+    import argparse
+
+    what = f"a finite number{_range_text(low, high, low_open, False)}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if (not math.isfinite(value) or (low is not None and (value <= low if low_open
+                                                               else value < low))
+                or (high is not None and value > high)):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
 def check_real(
     name: str,
     value: Any,
@@ -204,6 +237,24 @@ def check_real(
     if high is not None and (v >= high if high_open else v > high):
         raise ValueError(f"{name} must be {what}, got {describe(value)}")
     return v
+
+
+def real_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float64 array, if it holds real numbers (a signed, unsigned or float dtype).
+
+    Complex numbers, booleans, strings, dates and times, and objects (``None``, a
+    ``Decimal``, a ``datetime``) are refused rather than converted: ``np.asarray(x, float)``
+    would drop an imaginary part, read ``True`` as 1.0 or ``"0.5"`` as 0.5. Shapes and values
+    are the caller's to check.
+
+    Raises:
+        TypeError: the array's dtype is not a real-number kind.
+    """
+    a = np.asarray(value)
+    if a.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {a.dtype} "
+                        f"(from a {type(value).__name__})")
+    return a.astype(np.float64, copy=False)
 
 
 def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:

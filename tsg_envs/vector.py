@@ -27,6 +27,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from tsg_envs import validation
 from tsg_envs.dynamics import DayBatch, draw_arrivals_batch
 from tsg_envs.env import ScreeningEnv
 from tsg_envs.polytope import ALPHA_SHRINK, FEASIBILITY_TOL
@@ -162,7 +163,7 @@ class ScreeningVectorEnv(VectorEnv):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Screen each sub-environment's waiting passenger (autoresetting finished ones)."""
         n, t = self.num_envs, self._t
-        a = np.asarray(actions, dtype=np.float64)
+        a = validation.real_array("actions", actions)  # refuses complex, bool, str, objects
         if a.shape != (n, t):
             raise ValueError(f"actions must have shape {(n, t)}, got {a.shape}")
         days = self._days
