@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -122,6 +121,9 @@ def test_the_signing_key_cannot_be_read(tmp_path, monkeypatch, sealed) -> None:
         key = folder / "signing_key"
         monkeypatch.setenv(signing.KEY_ENV, str(key))
         signing.load_key(create=True)
+        # Readable by anyone, in a folder anyone may enter: only the sandbox's mask stops the read.
+        folder.chmod(0o755)
+        key.chmod(0o644)
         secret = hashlib.sha256(key.read_bytes()).hexdigest()
         path, _, _ = _hostile(tmp_path, "key_read", KEY=key)
         agent = _start(path)
@@ -290,6 +292,7 @@ def test_a_0d_action_is_reported_as_shape_0d(tmp_path) -> None:
 
 
 def test_the_hostile_files_are_all_mounted() -> None:
-    tested = textwrap.dedent(Path(__file__).read_text())
+    # The lookahead is a results attack, mounted in tests/test_trust.py.
+    tested = Path(__file__).read_text() + (Path(__file__).parent / "test_trust.py").read_text()
     for path in HOSTILE.glob("*.py"):
-        assert f'"{path.stem}"' in tested, f"{path.name} has no test"
+        assert f'"{path.stem}"' in tested or f'"{path.name}"' in tested, f"{path.name} has no test"
