@@ -77,6 +77,7 @@ def save_weights(path: Path, tensors: Mapping[str, torch.Tensor], *, method: str
     meta.update({k: json.dumps(v) for k, v in (extra or {}).items()})
     tmp = path.with_name(path.name + ".tmp")
     save_file(dict(tensors), str(tmp), metadata=meta)
+    os.chmod(tmp, 0o644)  # safetensors writes 0600; a checkpoint is meant to be shared
     os.replace(tmp, path)
     return path
 
@@ -283,8 +284,10 @@ def read_checkpoint(path: Path) -> Checkpoint:
 
 
 def find_weights(path: Path) -> Path:
-    """The weights file ``path`` names: a ``.safetensors`` file, a checkpoint folder's model,
-    or a run folder's ``best.safetensors`` (else its latest checkpoint's model).
+    """The weights file ``path`` names.
+
+    ``path`` is a ``.safetensors`` file, a checkpoint folder (its model) or a run folder (its
+    ``best.safetensors``, else its latest checkpoint's model).
 
     Raises:
         FileNotFoundError: when there is none; a folder of legacy ``.pt`` files is named, with

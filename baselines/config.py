@@ -39,13 +39,21 @@ from typing import Any, Literal, TypeVar, Union
 
 import numpy as np
 
-__all__ = ["config_from", "parse_text", "coerce", "field_docs", "describe", "as_dict",
+__all__ = ["Text", "config_from", "parse_text", "coerce", "field_docs", "describe", "as_dict",
            "kwargs_types"]
 
 C = TypeVar("C")
 _NONE_WORDS = ("none", "null")
 _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no")
+
+
+class Text(str):
+    """Text typed by a user (``--set K=V``): always parsed against its field's type.
+
+    A plain ``str`` given from code is taken as it is where the field accepts a string (a
+    ``float | str`` field keeps ``"60"`` a string); a ``Text("60")`` there becomes 60.0.
+    """
 
 
 def _members(tp: Any) -> tuple[Any, ...]:
@@ -56,7 +64,9 @@ def _members(tp: Any) -> tuple[Any, ...]:
 
 
 def _name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+    if isinstance(tp, type) and typing.get_origin(tp) is None:
+        return tp.__name__
+    return str(tp).replace("typing.", "").replace("NoneType", "None")
 
 
 def parse_text(text: str, tp: Any, name: str = "value") -> Any:
@@ -132,8 +142,9 @@ def coerce(value: Any, tp: Any, name: str = "value") -> Any:
     Raises:
         ValueError: naming ``name`` when the value does not fit the type.
     """
-    if isinstance(value, str) and not any(m is str or m is Any for m in _members(tp)):
-        return parse_text(value, tp, name)
+    if isinstance(value, Text) or (
+            isinstance(value, str) and not any(m is str or m is Any for m in _members(tp))):
+        return parse_text(str(value), tp, name)
     if isinstance(value, np.generic):
         value = value.item()
     for member in _members(tp):
@@ -248,6 +259,7 @@ def field_docs(cls: type) -> dict[str, str]:
     for klass in reversed(cls.__mro__):
         if not dataclasses.is_dataclass(klass):
             continue
+        docs.update(_attributes_section(klass.__doc__ or ""))
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
         except (OSError, TypeError, SyntaxError):  # pragma: no cover - no source
@@ -259,6 +271,26 @@ def field_docs(cls: type) -> dict[str, str]:
                     and isinstance(nxt.value.value, str)):
                 docs[stmt.target.id] = " ".join(inspect.cleandoc(nxt.value.value).split())
     return docs
+
+
+def _attributes_section(doc: str) -> dict[str, str]:
+    """A Google-style docstring's ``Attributes:`` entries (name -> text)."""
+    out: dict[str, str] = {}
+    lines = inspect.cleandoc(doc).splitlines()
+    if "Attributes:" not in lines:
+        return out
+    name = None
+    for line in lines[lines.index("Attributes:") + 1:]:
+        if line and not line.startswith(" "):
+            break
+        stripped = line.strip()
+        head, sep, text = stripped.partition(": ")
+        if line.startswith("    ") and not line.startswith("     ") and sep and head.isidentifier():
+            name = head
+            out[name] = text
+        elif name is not None and stripped:
+            out[name] += " " + stripped
+    return out
 
 
 def describe(config: Any, allowed: frozenset[str] | None = None) -> str:
@@ -276,8 +308,17 @@ def describe(config: Any, allowed: frozenset[str] | None = None) -> str:
 
 
 def kwargs_types(fn: Any) -> dict[str, Any]:
-    """The annotated parameter types of callable ``fn`` (a class: its ``__init__``)."""
+    """The annotated parameter types of callable ``fn`` (a class: its ``__init__``).
+
+    A factory that only forwards ``**kwargs`` to the class it returns (a registered
+    environment's entry point) gives that class's parameters.
+    """
     target = fn.__init__ if isinstance(fn, type) else fn
     hints = typing.get_type_hints(target)
     params = inspect.signature(target).parameters
-    return {k: hints.get(k, Any) for k in params if k not in ("self",)}
+    named = {k: p for k, p in params.items()
+             if k != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    returned = hints.get("return")
+    if not named and isinstance(returned, type):
+        return kwargs_types(returned)
+    return {k: hints.get(k, Any) for k in named}

@@ -220,7 +220,7 @@ class SimplexActor(AbstractContinuousActorDeterministic):
         return self.output_dim
 
     def logits(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """u = tanh(MLP(scaled obs)) ∈ (-1, 1)^T, float32 (B, T)."""
+        """The logits u = tanh(MLP(scaled obs)) ∈ (-1, 1)^T, float32 (B, T)."""
         return torch.tanh(forward_mlp(self.net, self.scale(obs)))
 
     def from_logits(self, u_BT: torch.Tensor, obs: np.ndarray | torch.Tensor,
@@ -493,8 +493,10 @@ def train(run: RunConfig, variant: Variant | str = "alpha-ddpg") -> TorchAgent:
 
 
 def load(path: Path, env: gym.Env, variant: Variant | str = "alpha-ddpg") -> TorchAgent:
-    """The greedy policy of ``variant``'s checkpoint ``path`` (a run folder, a checkpoint folder
-    or a ``.safetensors`` file), acting on ``env``'s polytopes."""
+    """The greedy policy of ``variant``'s checkpoint ``path``, acting on ``env``'s polytopes.
+
+    ``path``: a run folder, a checkpoint folder or a ``.safetensors`` file.
+    """
     variant = VARIANTS[variant] if isinstance(variant, str) else variant
     file = find_weights(path)
     tensors, meta = read_weights(file)

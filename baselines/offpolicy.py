@@ -208,6 +208,8 @@ def train_off_policy(run: RunConfig, method: str, cfg: Any, parts: OffPolicyPart
         set_generator_state(rng, s["rng"])
         torch.set_rng_state(ckpt.torch_rng())
         buffer = ckpt.buffer() or buffer
+        if s.get("algorithm_state") is not None:
+            algorithm.set_loop_state(s["algorithm_state"])
     curve = CurveLog(out / "curve.csv", method, run)
     agent = TorchAgent(parts.greedy, method)
     bar = progress_bar(run, grad)
@@ -219,7 +221,8 @@ def train_off_policy(run: RunConfig, method: str, cfg: Any, parts: OffPolicyPart
     def checkpoint() -> None:
         counters = {"gradient_steps": grad, "step": step, "day": day, "mean_reward": mean_reward,
                     "update_credit": update_credit, "wall_s": time.perf_counter() - t0,
-                    "best_eval": best_eval}
+                    "best_eval": best_eval, "algorithm_state": (
+                        algorithm.loop_state() if hasattr(algorithm, "loop_state") else None)}
         save_checkpoint(out, step, method=method, run=run_identity(run), config=config,
                         algorithm=algorithm, counters=counters, rng=rng,
                         buffer=buffer if cfg.save_buffer else None)

@@ -42,8 +42,7 @@ __all__ = ["SACConfig", "METHOD", "train", "load", "build", "logits_agent_fn"]
 
 @dataclass(kw_only=True)
 class SACConfig(OffPolicyConfig):
-    """SAC hyper-parameters (the loop's, :class:`~baselines.offpolicy.OffPolicyConfig`, and
-    these)."""
+    """SAC hyper-parameters: the loop's (:class:`~baselines.offpolicy.OffPolicyConfig`), these."""
 
     actor_lr: float = 3e-4
     """Adam learning rate of the actor."""

@@ -13,7 +13,7 @@ running it) and ``DESCRIPTION``. Or a baseline name of
 :mod:`leaderboard.units`, below the sandbox that builds them):
 
 * ``random``: :class:`baselines.attackers.RandomAttacker`.
-* ``dqn``: :class:`baselines.attackers.DQNAttacker`, trained in its own process on each unit
+* ``dqn``: :class:`baselines.dqn_attacker.DQNAttacker`, trained in its own process on each unit
   against the placeholder (the static LP, which is public) for the suite's budget in gradient
   steps (or ``--train-gradient-steps``; ``--checkpoint`` with ``{env}``/``{instance}`` loads one
   per unit instead): a transfer attacker that then faces every panel defender.
@@ -90,7 +90,7 @@ PANEL: dict[str, str] = {
     "alpha-ddpg": "alpha-projected DDPG, 10,000 gradient steps, seed 0 (baselines alpha-ddpg)",
 }
 
-#: Committed α-DDPG checkpoints of the panel: ``alpha-ddpg/{env}_i{instance}.pt``.
+#: Committed α-DDPG checkpoints of the panel: ``alpha-ddpg/{env}_i{instance}.safetensors``.
 PANEL_DIR: Path = Path(__file__).resolve().parent.parent / "results" / "attacker_panel"
 #: The panel's α-DDPG training budget: the paper's 10,000 gradient steps (mini-batches).
 PANEL_GRADIENT_STEPS: int = 10_000
@@ -110,12 +110,12 @@ def panel_checkpoint(env_id: str, instance_seed: int, cache: Path | None = None,
     """α-DDPG's checkpoint for a unit: the committed one, else the cached one, else trained.
 
     A missing checkpoint is trained (10,000 gradient steps, seed 0, the registered id's kwargs)
-    and written to ``cache/alpha-ddpg/{env}_i{instance}.pt``.
+    and written to ``cache/alpha-ddpg/{env}_i{instance}.safetensors``.
 
     Raises:
         ValueError: no committed checkpoint and no ``cache`` to train into.
     """
-    name = f"{env_id.replace('/', '_')}_i{int(instance_seed)}.pt"
+    name = f"{env_id.replace('/', '_')}_i{int(instance_seed)}.safetensors"
     committed = PANEL_DIR / "alpha-ddpg" / name
     if committed.is_file():
         return committed
@@ -145,7 +145,7 @@ def train_panel_checkpoint(env_id: str, instance_seed: int, target: Path,
                         progress=progress)
         method.train(run)
         part = target.with_name(target.name + ".part")
-        shutil.copyfile(Path(tmp) / "best.pt", part)
+        shutil.copyfile(Path(tmp) / "best.safetensors", part)
         part.replace(target)
     return target
 
@@ -154,7 +154,7 @@ def write_panel_manifest() -> Path:
     """Write ``PANEL_DIR/manifest.json``: every committed checkpoint, its sha256 and budget."""
     import json
 
-    files = sorted((PANEL_DIR / "alpha-ddpg").glob("*.pt"))
+    files = sorted((PANEL_DIR / "alpha-ddpg").glob("*.safetensors"))
     entries = {}
     for path in files:
         stem = path.stem
@@ -189,10 +189,10 @@ def panel_defender(name: str, screening: Any, env_id: str, instance_seed: int,
 
         return make_agent(screening), "centre"
     if name == "alpha-ddpg":
-        from baselines.alpha_ddpg import load
+        from baselines.api import get_method
 
         path = panel_checkpoint(env_id, instance_seed, cache)
-        return load(path, screening), f"sha256:{sha256_file(path)}"
+        return get_method("alpha-ddpg").load(path, screening), f"sha256:{sha256_file(path)}"
     raise ValueError(f"unknown panel defender {name!r}; the panel is {', '.join(PANEL)}")
 
 
