@@ -68,35 +68,44 @@ def load_module_tensors(module: torch.nn.Module, tensors: Mapping[str, torch.Ten
     torch.nn.Module.load_state_dict(module, dict(tensors), strict=True)
 
 
+#: The one metadata key of a safetensors file written here (one key: safetensors stores its
+#: metadata as a hash map, whose order, and so the file's bytes, would vary with several).
+_META_KEY = "tsg_envs"
+
+
 def save_weights(path: Path, tensors: Mapping[str, torch.Tensor], *, method: str,
                  config: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> Path:
-    """Write ``tensors`` and their metadata to a safetensors file, atomically."""
+    """Write ``tensors`` and their metadata to a safetensors file, atomically.
+
+    The same tensors and metadata give the same bytes (committed files keep their hashes).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"format": FORMAT, "method": method, "config": json.dumps(dict(config))}
-    meta.update({k: json.dumps(v) for k, v in (extra or {}).items()})
+    meta = {"format": FORMAT, "method": method, "config": dict(config), **dict(extra or {})}
     tmp = path.with_name(path.name + ".tmp")
-    save_file(dict(tensors), str(tmp), metadata=meta)
+    save_file(dict(tensors), str(tmp), metadata={_META_KEY: json.dumps(meta, sort_keys=True)})
     os.chmod(tmp, 0o644)  # safetensors writes 0600; a checkpoint is meant to be shared
     os.replace(tmp, path)
     return path
 
 
 def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """``(tensors, metadata)`` of a safetensors file (metadata values decoded from JSON)."""
+    """``(tensors, metadata)`` of a safetensors file written by :func:`save_weights`.
+
+    Raises:
+        ValueError: when the file is not one of this format.
+    """
     tensors: dict[str, torch.Tensor] = {}
     with safe_open(str(path), framework="pt", device="cpu") as f:
         raw = f.metadata() or {}
         for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
             tensors[key] = f.get_tensor(key)
-    if raw.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a tsg-envs checkpoint (format {raw.get('format')!r})")
-    meta: dict[str, Any] = {}
-    for k, v in raw.items():
-        try:
-            meta[k] = json.loads(v) if k != "format" and k != "method" else v
-        except json.JSONDecodeError:
-            meta[k] = v
+    try:
+        meta = json.loads(raw[_META_KEY])
+    except (KeyError, json.JSONDecodeError):
+        meta = {}
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a tsg-envs checkpoint (no {FORMAT} metadata)")
     return tensors, meta
 
 
@@ -127,7 +136,12 @@ def set_random_state(state: Mapping[str, Any], key: np.ndarray) -> tuple[Any, ..
 
 
 # Optimisers -------------------------------------------------------------------------------------
-def _optimizers_to_plain(states: Sequence[dict[str, Any]]
+def _extra_optimizers(algorithm: torch.nn.Module) -> list[torch.optim.Optimizer]:
+    extra = getattr(algorithm, "extra_optimizers", None)
+    return list(extra()) if extra is not None else []
+
+
+def _optimizers_to_plain(states: Sequence[dict[str, Any]], prefix: str = "optim"
                          ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
     groups, arrays = [], {}
     for i, st in enumerate(states):
@@ -139,7 +153,7 @@ def _optimizers_to_plain(states: Sequence[dict[str, Any]]
             entry["state"][str(pid)] = {}
             for name, value in slots.items():
                 if isinstance(value, torch.Tensor):
-                    key = f"optim/{i}/{pid}/{name}"
+                    key = f"{prefix}/{i}/{pid}/{name}"
                     arrays[key] = value.detach().cpu().numpy()
                     entry["state"][str(pid)][name] = {"array": key, "dtype": str(value.dtype)}
                 else:
@@ -186,9 +200,16 @@ class Checkpoint:
     arrays: dict[str, np.ndarray]
 
     def restore(self, algorithm: torch.nn.Module) -> None:
-        """Load the networks and the optimisers' states into ``algorithm``."""
+        """Load the networks and the optimisers' states into ``algorithm``.
+
+        Optimisers Tianshou's ``state_dict`` leaves out (SAC's entropy coefficient's) come back
+        through the algorithm's ``extra_optimizers()``, where it has one.
+        """
         optims = _optimizers_from_plain(self.state["optimizers"], self.arrays)
         algorithm.load_state_dict({**self.tensors, _OPTIMIZERS: optims})
+        extra = _optimizers_from_plain(self.state.get("extra_optimizers", []), self.arrays)
+        for optim, state in zip(_extra_optimizers(algorithm), extra, strict=True):
+            optim.load_state_dict(state)
 
     def torch_rng(self) -> torch.Tensor:
         """The torch generator's state at the checkpoint."""
@@ -240,12 +261,15 @@ def save_checkpoint(out: Path, step: int, *, method: str, run: Mapping[str, Any]
     tmp.mkdir(parents=True)
     full = algorithm.state_dict()
     optims, arrays = _optimizers_to_plain(full.get(_OPTIMIZERS, []))
+    extra, extra_arrays = _optimizers_to_plain(
+        [o.state_dict() for o in _extra_optimizers(algorithm)], prefix="extra_optim")
+    arrays.update(extra_arrays)
     save_weights(tmp / "model.safetensors", module_tensors(algorithm), method=method,
                  config=config)
     arrays["rng/torch"] = torch.get_rng_state().numpy()
     state: dict[str, Any] = {
         "format": FORMAT, "method": method, "run": dict(run), "config": dict(config),
-        **dict(counters), "optimizers": optims,
+        **dict(counters), "optimizers": optims, "extra_optimizers": extra,
         "rng": generator_state(rng) if rng is not None else None,
         "buffer": None, "random_states": {},
     }

@@ -245,6 +245,7 @@ class SimplexActor(AbstractContinuousActorDeterministic):
         y, _ = self.from_logits(self.logits(obs), obs)
         return y.float(), state
 
+    @torch.no_grad()
     def greedy(self, obs_NO: np.ndarray) -> np.ndarray:
         """The noiseless allocations (N, T), float64 (the Agent's)."""
         obs_t = torch.as_tensor(obs_NO, dtype=torch.float32)

@@ -204,7 +204,7 @@ def train_off_policy(run: RunConfig, method: str, cfg: Any, parts: OffPolicyPart
         s = ckpt.state
         step, day, grad = s["step"], s["day"], s["gradient_steps"]
         mean_reward, update_credit, wall_before = s["mean_reward"], s["update_credit"], s["wall_s"]
-        best_eval = s["best_eval"]
+        best_eval, losses = s["best_eval"], list(s["losses"])
         set_generator_state(rng, s["rng"])
         torch.set_rng_state(ckpt.torch_rng())
         buffer = ckpt.buffer() or buffer
@@ -221,7 +221,7 @@ def train_off_policy(run: RunConfig, method: str, cfg: Any, parts: OffPolicyPart
     def checkpoint() -> None:
         counters = {"gradient_steps": grad, "step": step, "day": day, "mean_reward": mean_reward,
                     "update_credit": update_credit, "wall_s": time.perf_counter() - t0,
-                    "best_eval": best_eval, "algorithm_state": (
+                    "best_eval": best_eval, "losses": losses, "algorithm_state": (
                         algorithm.loop_state() if hasattr(algorithm, "loop_state") else None)}
         save_checkpoint(out, step, method=method, run=run_identity(run), config=config,
                         algorithm=algorithm, counters=counters, rng=rng,

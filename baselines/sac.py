@@ -61,6 +61,11 @@ class _SACPolicy(NoNumbaCompile, SACPolicy):
 class _SAC(SAC):
     """Tianshou's ``SAC`` with its n-step targets computed in numpy (the same values)."""
 
+    def extra_optimizers(self) -> list[torch.optim.Optimizer]:
+        """The entropy coefficient's optimiser (``state_dict`` leaves it out; checkpoints not)."""
+        optim = getattr(self.alpha, "_optim", None)
+        return [optim] if optim is not None else []
+
     def _preprocess_batch(self, batch: Any, buffer: Any, indices: np.ndarray) -> Any:
         batch.returns = nstep_targets(buffer, indices, self._target_q, self.gamma,
                                       self.n_step_return_horizon)
