@@ -1,16 +1,18 @@
 """The interface every baseline method implements, and the lazy registry of method names.
 
-A method is a module exposing ``METHOD: Method``; ``train(run)`` trains (or solves) on
-``run.env_id`` and returns an :class:`tsg_envs.rollout.Agent`, writing checkpoints under
-``run.out`` and resuming from the last one there; ``load(path, env)`` rebuilds the identical
-agent from a checkpoint. The registry maps CLI names to modules and imports them lazily, so that
-the LP baselines never import torch.
+A method is a :class:`Method` found in its module as ``METHOD`` (or, for a family of
+methods declared as data, as ``METHODS[name]``: the DDPG family in :mod:`baselines.ddpg`);
+``train(run)`` trains (or solves) on ``run.env_id`` and returns an
+:class:`tsg_envs.rollout.Agent`, writing checkpoints under ``run.out`` and resuming from the last
+one there; ``load(path, env)`` rebuilds the identical agent from a checkpoint; ``make_config``
+builds its typed config from ``--set`` overrides. The registry maps CLI names to modules and
+imports them lazily, so that the LP baselines never import torch.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,11 @@ class Method:
         load: ``load(checkpoint_path, env) -> Agent``; the identical policy.
         learned: Whether it learns (has a training budget) or is solved/fixed.
         description: One line for ``--help`` and the README.
+        config: Its config dataclass (fields documented by their docstrings), if any.
+        make_config: ``make_config(overrides) -> config``: the typed config from ``--set``
+            overrides (text parsed by field type, :mod:`baselines.config`); raises
+            ``ValueError`` for an unknown name or a value that does not fit.
+        config_fields: The fields ``make_config`` accepts (None: all of ``config``'s).
     """
 
     name: str
@@ -86,17 +93,36 @@ class Method:
     load: Callable[[Path, gym.Env], Agent]
     learned: bool
     description: str
+    config: type | None = None
+    make_config: Callable[[Mapping[str, Any]], Any] | None = None
+    config_fields: frozenset[str] | None = None
+
+    def build_config(self, overrides: Mapping[str, Any] | None = None) -> Any:
+        """Its config from ``overrides`` (None when it has no config).
+
+        Raises:
+            ValueError: for an unknown or inapplicable name, or a value that does not fit.
+        """
+        if self.make_config is not None:
+            return self.make_config(dict(overrides or {}))
+        if self.config is None:
+            if overrides:
+                raise ValueError(f"{self.name} takes no hyperparameters, got {sorted(overrides)}")
+            return None
+        from baselines.config import config_from
+
+        return config_from(self.config, overrides, allowed=self.config_fields, what=self.name)
 
 
 #: CLI name -> module defining ``METHOD``. Imported lazily by :func:`get_method`.
 METHOD_MODULES: dict[str, str] = {
-    "alpha-ddpg": "baselines.alpha_ddpg",
-    "alpha-td3": "baselines.alpha_td3",
-    "penalty-ddpg": "baselines.penalty_ddpg",
-    "l2-ddpg": "baselines.l2_ddpg",
-    "radial-ddpg": "baselines.radial_ddpg",
-    "proj-ddpg": "baselines.proj_ddpg",
-    "proj-penalty-ddpg": "baselines.proj_penalty_ddpg",
+    "alpha-ddpg": "baselines.ddpg",
+    "alpha-td3": "baselines.ddpg",
+    "penalty-ddpg": "baselines.ddpg",
+    "l2-ddpg": "baselines.ddpg",
+    "radial-ddpg": "baselines.ddpg",
+    "proj-ddpg": "baselines.ddpg",
+    "proj-penalty-ddpg": "baselines.ddpg",
     "lp": "baselines.static_lp",
     "slack-lp": "baselines.slack_lp",
     "slack-guided": "baselines.slack_guided",
@@ -122,7 +148,8 @@ def get_method(name: str) -> Method:
     if name not in METHOD_MODULES:
         raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHOD_MODULES)}")
     module = importlib.import_module(METHOD_MODULES[name])
-    return module.METHOD
+    family = getattr(module, "METHODS", None)
+    return family[name] if family is not None else module.METHOD
 
 
 def build_agent(name: str, env: gym.Env, checkpoint: str | None = None) -> Agent:

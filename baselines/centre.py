@@ -54,4 +54,5 @@ METHOD = Method(
     load=load,
     learned=False,
     description="Chebyshev-centre policy: each category's polytope centre, queue-blind",
+    config=CentreConfig,
 )

@@ -298,4 +298,5 @@ METHOD = Method(
     load=load,
     learned=True,
     description="slack-guided with mu and per-team prices learned by CMA-ES on training days",
+    config=ESGuidedConfig,
 )

@@ -6,7 +6,7 @@ tie-break (ε s_t, least capacity use; see :mod:`baselines.slack_guided`). It is
 loads whichever resources are idle now, ignoring the passengers that will need them soon. The
 LP's optimum is a vertex of the polytope, so each passenger gets the cheapest of its category's
 vertices, enumerated once at construction (ties: the first; see
-:class:`baselines.slack_guided.PerPassengerLP`), batched over days in ``act_batch``.
+:class:`baselines.per_passenger_lp.PerPassengerLP`), batched over days in ``act_batch``.
 """
 
 from __future__ import annotations
@@ -70,4 +70,5 @@ METHOD = Method(
     load=load,
     learned=False,
     description="myopic per-passenger LP: min own expected wait inside the polytope (mu = 0)",
+    config=MyopicConfig,
 )

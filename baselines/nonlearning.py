@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.api import RunConfig
+from baselines.config import config_from
 
 __all__ = [
     "CHECKPOINT_NAME",
@@ -51,17 +52,13 @@ C = TypeVar("C")
 def config_from_hparams(config_cls: type[C], hparams: dict[str, Any]) -> C:
     """Build a config dataclass from its defaults overridden by ``hparams``.
 
+    Values are typed by field (text parsed, never evaluated; :func:`baselines.config.config_from`).
+
     Raises:
-        ValueError: for a key that is not a field, listing the fields.
+        ValueError: for a key that is not a field, listing the fields, or a value that does not
+            fit its field.
     """
-    names = [f.name for f in dataclasses.fields(config_cls)]  # type: ignore[arg-type]
-    unknown = sorted(set(hparams) - set(names))
-    if unknown:
-        raise ValueError(
-            f"unknown hyperparameter(s) {unknown} for {config_cls.__name__}; "
-            f"known: {names or 'none'}"
-        )
-    return config_cls(**hparams)
+    return config_from(config_cls, hparams)
 
 
 def jsonable(value: Any) -> Any:

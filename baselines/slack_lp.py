@@ -397,4 +397,5 @@ METHOD = Method(
     load=load,
     learned=False,
     description="static slack LP: per window, min peak utilisation inside the polytopes at ψ",
+    config=SlackLPConfig,
 )

@@ -64,4 +64,5 @@ METHOD = Method(
     load=load,
     learned=False,
     description="static window LP (Brown et al. 2016): one allocation per category and window",
+    config=StaticLPConfig,
 )

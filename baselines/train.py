@@ -5,10 +5,12 @@ Example::
     python -m baselines.train --algo slack-guided --env tsg/Screening-v1 --seed 0 \
         --out runs/sg0 --eval-days 5
     python -m baselines.train --algo alpha-ddpg --gradient-steps 10000 --seed 1 --out runs/ddpg1 \
-        --set lr_actor=3e-4 --env-kwarg risk_slack=0.05
+        --set actor_lr=3e-4 --set hidden_sizes=64,64 --env-kwarg risk_slack=0.05
+    python -m baselines.train --algo alpha-td3 --show-config
 
-Method names (``--algo``): alpha-ddpg, alpha-td3, penalty-ddpg, l2-ddpg, lp, slack-lp,
-slack-guided, myopic, centre, sac, ppo (:data:`baselines.api.METHOD_MODULES`).
+Method names (``--algo``): :data:`baselines.api.METHOD_MODULES` (alpha-ddpg, alpha-td3,
+radial-ddpg, l2-ddpg, proj-ddpg, proj-penalty-ddpg, penalty-ddpg, lp, slack-lp, slack-guided,
+es-guided, myopic, centre, sac, ppo).
 
 What it does:
 
@@ -16,8 +18,10 @@ What it does:
    10,000 by default as in the paper, on training days seeded ``seed * 1_000_003 + k``) or
    solves (LP methods) on instance ``--instance-seed`` of ``--env``, writing checkpoints under
    ``--out`` and resuming from the last one there. ``--set KEY=VALUE`` overrides a field of the
-   method's config dataclass; ``--env-kwarg KEY=VALUE`` is passed to ``gym.make``. Values are
-   Python literals (``3e-4``, ``None``, ``[1, 2]``, ``'text'``); anything else is a string.
+   method's config dataclass (``--show-config`` lists them with their docstrings);
+   ``--env-kwarg KEY=VALUE`` is passed to ``gym.make``. Each value is parsed against the type
+   of its field or ``gym.make`` argument (``3e-4``, ``None``, ``64,64``, ``true``, a word;
+   :mod:`baselines.config`), never evaluated; a value that does not fit is a usage error.
 2. Evaluates the returned agent on ``--eval-days`` days seeded ``--eval-seed + k`` (default
    10_000 + k, disjoint from training days; see :mod:`tsg_envs.seeds`), next to the static
    LP and the slack-guided LP on the same arrival samples.
@@ -33,7 +37,6 @@ under ``--seed`` on the same machine and library versions.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import sys
 import time
@@ -43,40 +46,60 @@ from pathlib import Path
 from typing import Any
 
 from baselines.api import PAPER_GRADIENT_STEPS, RunConfig, get_method, method_names
+from baselines.config import Text, describe, kwargs_types, parse_text
 from baselines.evaluate import evaluate
 from baselines.nonlearning import jsonable
 from tsg_envs.provenance import git_commit
 from tsg_envs.seeds import EVAL_SEED_BASE, evaluation_day_seeds, seed_ranges_overlap
 from tsg_envs.validation import cli_int
 
-__all__ = ["build_parser", "parse_assignments", "run_config_from_args", "main"]
+__all__ = ["build_parser", "parse_assignments", "env_kwargs_from_text", "run_config_from_args",
+           "main"]
 
 #: Default number of evaluation days.
 DEFAULT_EVAL_DAYS = 5
 
 
-def parse_value(text: str) -> Any:
-    """A Python literal if ``text`` is one (``3e-4``, ``None``, ``[1, 2]``), else the string."""
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
+def parse_assignments(items: Sequence[str] | None, flag: str) -> dict[str, Text]:
+    """Split ``KEY=VALUE`` strings into a dict of texts (``-`` in a key becomes ``_``).
 
-
-def parse_assignments(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    """Parse ``KEY=VALUE`` strings into a dict (values through :func:`parse_value`).
+    The texts (:class:`baselines.config.Text`) are typed later, against the config field or
+    ``gym.make`` argument they set.
 
     Raises:
         ValueError: for an item without ``=`` or with an empty key.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, Text] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise ValueError(f"{flag} expects KEY=VALUE, got {item!r}")
-        out[key] = parse_value(value.strip())
+        out[key] = Text(value.strip())
     return out
+
+
+def env_kwargs_from_text(env_id: str, texts: dict[str, Text]) -> dict[str, Any]:
+    """``--env-kwarg`` texts typed against the environment class's ``__init__`` annotations.
+
+    Raises:
+        ValueError: for a name the environment does not take or a value that does not fit.
+    """
+    if not texts:
+        return {}
+    import gymnasium as gym
+
+    import tsg_envs  # noqa: F401  (registers the ids)
+
+    try:
+        creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
+    except gym.error.Error as err:
+        raise ValueError(str(err)) from None
+    types = kwargs_types(creator)
+    unknown = sorted(set(texts) - set(types))
+    if unknown:
+        raise ValueError(f"--env-kwarg: {env_id} takes no {unknown}; it takes {sorted(types)}")
+    return {k: parse_text(v, types[k], f"--env-kwarg {k}") for k, v in texts.items()}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,13 +128,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a hyperparameter of the method's config (repeatable)")
     p.add_argument("--env-kwarg", dest="env_kwargs", action="append", default=[],
                    metavar="KEY=VALUE", help="extra gym.make kwarg (repeatable)")
+    p.add_argument("--show-config", action="store_true",
+                   help="print the method's config (every field, its type, value and docstring, "
+                   "with the --set overrides applied) and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
 
 def run_config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The :class:`RunConfig` described by parsed arguments."""
+    """The :class:`RunConfig` described by parsed arguments (hyperparameters typed).
+
+    Raises:
+        ValueError: for a malformed assignment, an unknown name or a value that does not fit.
+    """
     out = args.out if args.out is not None else Path("runs") / f"{args.algo}-seed{args.seed}"
+    texts = parse_assignments(args.hparams, "--set")
+    config = get_method(args.algo).build_config(texts)
     return RunConfig(
         algo=args.algo,
         env_id=args.env,
@@ -119,8 +151,9 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         seed=args.seed,
         out=Path(out),
         instance_seed=args.instance_seed,
-        env_kwargs=parse_assignments(args.env_kwargs, "--env-kwarg"),
-        hparams=parse_assignments(args.hparams, "--set"),
+        env_kwargs=env_kwargs_from_text(args.env,
+                                        parse_assignments(args.env_kwargs, "--env-kwarg")),
+        hparams={k: getattr(config, k) for k in texts},
         progress=not args.no_progress,
     )
 
@@ -134,6 +167,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     method = get_method(run.algo)
+    if args.show_config:
+        config = method.build_config(run.hparams)
+        print(f"{run.algo}: {method.description}")
+        print(describe(config, method.config_fields) if config is not None
+              else "(no hyperparameters)")
+        return 0
     eval_seeds = evaluation_day_seeds(args.eval_days, args.eval_seed)
     if method.learned:
         n_passengers = run.make_env().unwrapped.game.n_passengers

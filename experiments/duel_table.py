@@ -39,13 +39,8 @@ import numpy as np
 
 import tsg_envs
 from baselines.api import RunConfig, get_method
-from baselines.attackers import (
-    BestResponseAttacker,
-    DQNAttackerConfig,
-    RandomAttacker,
-    attacker_gain,
-    train_dqn_attacker,
-)
+from baselines.attackers import BestResponseAttacker, RandomAttacker, attacker_gain
+from baselines.dqn_attacker import DQNAttackerConfig, train_dqn_attacker
 from tsg_envs.polytope import FEASIBILITY_TOL
 from tsg_envs.provenance import git_commit
 from tsg_envs.risk import worst_case_risk

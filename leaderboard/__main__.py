@@ -372,7 +372,8 @@ def _cmd_panel(args: argparse.Namespace) -> int:
 
     units = sorted({u for name in args.suite for u in get_suite(name).units})
     for env_id, instance in units:
-        target = PANEL_DIR / "alpha-ddpg" / f"{env_id.replace('/', '_')}_i{instance}.pt"
+        target = (PANEL_DIR / "alpha-ddpg"
+                  / f"{env_id.replace('/', '_')}_i{instance}.safetensors")
         if target.is_file() and not args.force:
             print(f"kept {target}")
             continue

@@ -13,7 +13,7 @@ running it) and ``DESCRIPTION``. Or a baseline name of
 :mod:`leaderboard.units`, below the sandbox that builds them):
 
 * ``random``: :class:`baselines.attackers.RandomAttacker`.
-* ``dqn``: :class:`baselines.attackers.DQNAttacker`, trained in its own process on each unit
+* ``dqn``: :class:`baselines.dqn_attacker.DQNAttacker`, trained in its own process on each unit
   against the placeholder (the static LP, which is public) for the suite's budget in gradient
   steps (or ``--train-gradient-steps``; ``--checkpoint`` with ``{env}``/``{instance}`` loads one
   per unit instead): a transfer attacker that then faces every panel defender.
@@ -35,7 +35,7 @@ expected queue mode gains are deterministic and the fraction is at most 1.
 ``results/attacker_panel/alpha-ddpg/`` (trained at the paper's budget, 10,000 gradient steps,
 seed 0; ``python -m leaderboard panel --suite S`` retrains them and rewrites their committed
 hashes, ``leaderboard/panel_checkpoints.json``). Nothing else is loaded: each checkpoint is checked
-against its committed sha256 before ``torch.load(weights_only=True)`` reads it
+against its committed sha256 before it is read (safetensors: tensors only, never code)
 (:func:`panel_checkpoint`), and a suite with a unit that has none cannot face α-DDPG (its panel
 must leave it out) until its checkpoints are trained and committed.
 
@@ -99,7 +99,7 @@ PANEL: dict[str, str] = {
     "alpha-ddpg": "alpha-projected DDPG, 10,000 gradient steps, seed 0 (baselines alpha-ddpg)",
 }
 
-#: Committed α-DDPG checkpoints of the panel: ``alpha-ddpg/{env}_i{instance}.pt``.
+#: Committed α-DDPG checkpoints of the panel: ``alpha-ddpg/{env}_i{instance}.safetensors``.
 PANEL_DIR: Path = Path(__file__).resolve().parent.parent / "results" / "attacker_panel"
 #: The committed sha256 of every panel checkpoint (package data): nothing else is loaded.
 PANEL_MANIFEST: Path = Path(__file__).resolve().parent / "panel_checkpoints.json"
@@ -119,7 +119,7 @@ def attacker_seed(arrival_seed: int, theta: int) -> int:
 
 # The panel ------------------------------------------------------------------------------------
 def _panel_name(env_id: str, instance_seed: int) -> str:
-    return f"{env_id.replace('/', '_')}_i{int(instance_seed)}.pt"
+    return f"{env_id.replace('/', '_')}_i{int(instance_seed)}.safetensors"
 
 
 def panel_hashes() -> dict[str, str]:
@@ -144,7 +144,7 @@ def panel_checkpoint(env_id: str, instance_seed: int) -> Path:
     The panel's checkpoints come only from the package's committed files
     (``results/attacker_panel/alpha-ddpg/``), each checked against the sha256 that
     :data:`PANEL_MANIFEST` (package data, beside this module) holds for it before anything loads
-    it, and then loaded with ``torch.load(weights_only=True)``: nothing from a results folder or
+    it, and then read as safetensors (tensors only): nothing from a results folder or
     a submission is ever unpickled (SPEC §7). A unit without one is not played against α-DDPG:
     ``python -m leaderboard panel --suite S`` trains and commits them (maintainers).
 
@@ -186,7 +186,7 @@ def train_panel_checkpoint(env_id: str, instance_seed: int, target: Path,
                         progress=progress)
         method.train(run)
         part = target.with_name(target.name + ".part")
-        shutil.copyfile(Path(tmp) / "best.pt", part)
+        shutil.copyfile(Path(tmp) / "best.safetensors", part)
         part.replace(target)
     return target
 
@@ -198,7 +198,7 @@ def write_panel_manifest() -> Path:
     """
     import json
 
-    files = sorted((PANEL_DIR / "alpha-ddpg").glob("*.pt"))
+    files = sorted((PANEL_DIR / "alpha-ddpg").glob("*.safetensors"))
     entries = {}
     for path in files:
         stem = path.stem
@@ -233,10 +233,10 @@ def panel_defender(name: str, screening: Any, env_id: str, instance_seed: int
 
         return make_agent(screening), "centre"
     if name == "alpha-ddpg":
-        from baselines.alpha_ddpg import load
+        from baselines.api import get_method
 
         path = panel_checkpoint(env_id, instance_seed)
-        return load(path, screening), f"sha256:{sha256_file(path)}"
+        return get_method("alpha-ddpg").load(path, screening), f"sha256:{sha256_file(path)}"
     raise ValueError(f"unknown panel defender {name!r}; the panel is {', '.join(PANEL)}")
 
 

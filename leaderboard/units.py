@@ -127,11 +127,8 @@ def load_attacker(spec: SubmissionSpec) -> LoadedSubmission:
 
     def make_attacker(env: AttackerEnv, *, env_id: str, instance_seed: int,
                       env_kwargs: dict[str, Any], train_gradient_steps: int, **_: Any) -> Any:
-        from baselines.attackers import (
-            DQNAttacker,
-            RandomAttacker,
-            train_dqn_attacker,
-        )
+        from baselines.attackers import RandomAttacker
+        from baselines.dqn_attacker import DQNAttacker, train_dqn_attacker
 
         if spec.source == "random":
             return RandomAttacker(env.game)
@@ -155,7 +152,7 @@ def dqn_config(gradient_steps: int, seed: int = 0) -> Any:
     Its warm-up (5,000 transitions) plus ``gradient_steps / updates_per_step`` transitions,
     ε decaying over the first half of them (at most 50,000).
     """
-    from baselines.attackers import DQNAttackerConfig
+    from baselines.dqn_attacker import DQNAttackerConfig
 
     base = DQNAttackerConfig(seed=seed)
     steps = base.warmup_steps + int(np.ceil(gradient_steps / base.updates_per_step))

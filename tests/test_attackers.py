@@ -16,13 +16,15 @@ tianshou = pytest.importorskip("tianshou")
 
 from baselines.attackers import (  # noqa: E402
     BestResponseAttacker,
+    RandomAttacker,
+    attacker_gain,
+    play_duel,
+)
+from baselines.dqn_attacker import (  # noqa: E402
     DQNAttacker,
     DQNAttackerConfig,
-    RandomAttacker,
     TianshouMaskObs,
-    attacker_gain,
     counterfactual_day,
-    play_duel,
     train_dqn_attacker,
 )
 
@@ -168,8 +170,9 @@ def test_dqn_attacker_trains_deterministically_saves_loads_and_respects_masks(tm
         assert torch.equal(p, q)
     game_duel = duel.parallel_env(**SMALL)
     obs, _ = game_duel.reset(seed=0)
-    loaded = DQNAttacker.load(att.save(tmp_path / "a.pt"), game_duel)
+    loaded = DQNAttacker.load(att.save(tmp_path / "a.safetensors"), game_duel)
     np.testing.assert_array_equal(loaded.q_values(obs["attacker"]), att.q_values(obs["attacker"]))
+    assert loaded.config == att.config and loaded.meta == att.meta
     masked = dict(obs["attacker"], action_mask=np.eye(7, dtype=np.int8)[4])
     assert att.act(masked) == 4  # the only allowed action
     out = play_duel(game_duel, att, LPAgent(game_duel.screening), seed=0, theta=0)
@@ -182,8 +185,8 @@ def test_attacker_env_runs_under_tianshous_collector() -> None:
     from tianshou.data import Collector, ReplayBuffer
     from tianshou.env import DummyVectorEnv
 
-    from baselines.attackers import DQNAttackerConfig as Cfg
-    from baselines.attackers import _make_net
+    from baselines.dqn_attacker import DQNAttackerConfig as Cfg
+    from baselines.dqn_attacker import _make_net
 
     def make():
         return TianshouMaskObs(AttackerEnv(LPAgent, **SMALL))

@@ -19,16 +19,19 @@ NON_LEARNING = ["lp", "slack-lp", "slack-guided", "myopic", "centre"]
 LEARNED = [name for name in METHOD_MODULES if name not in NON_LEARNING]
 ROOT = Path(__file__).resolve().parents[1]
 #: A tiny budget per learned method: a few gradient steps after a short warm-up.
+#: Learned methods skip the learning curve's validation (``eval_every=0``) and run small nets.
+_SMALL = ["--set", "eval_every=0", "--set", "hidden_sizes=16,16"]
 TINY_BUDGET = {
     "ppo": ["--gradient-steps", "2", "--set", "n_steps=128", "--set", "batch_size=64",
-            "--set", "repeat=1"],
-    "l2-ddpg": ["--gradient-steps", "2", "--set", "warmup_steps=100", "--set", "batch_size=4"],
+            "--set", "repeat=1", *_SMALL],
+    "l2-ddpg": ["--gradient-steps", "2", "--set", "warmup_steps=100", "--set", "batch_size=4",
+                *_SMALL],
     # CMA-ES: no gradient steps; one generation of two candidates on one day.
     "es-guided": ["--set", "generations=1", "--set", "popsize=2", "--set", "days_per_generation=1",
                   "--set", "validation_days=0"],
 }
 OFF_POLICY_TINY = ["--gradient-steps", "20", "--set", "warmup_steps=100",
-                   "--set", "batch_size=32"]
+                   "--set", "batch_size=32", *_SMALL]
 
 
 def _require(name: str) -> None:
@@ -40,19 +43,26 @@ def _require(name: str) -> None:
         pytest.skip("torch is not installed")
 
 
-def _run(name: str, out: Path, *extra: str, capsys=None) -> tuple[dict, str]:
+def _run(name: str, out: Path, *extra: str, capsys=None, subprocess_run: bool = False
+         ) -> tuple[dict, str]:
     argv = ["--algo", name, "--env", ENV_ID, "--seed", "3", "--out", str(out),
             "--eval-days", "1", "--no-progress", *extra]
+    if subprocess_run:  # the CLI as a user runs it: its own process, imports and start-up
+        res = subprocess.run([sys.executable, "-m", "baselines.train", *argv],
+                             capture_output=True, text=True, cwd=ROOT, timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return json.loads((out / "eval.json").read_text()), res.stdout
     assert main(argv) == 0
     text = capsys.readouterr().out if capsys is not None else ""
     return json.loads((out / "eval.json").read_text()), text
 
 
 @pytest.mark.parametrize("name", NON_LEARNING + LEARNED)
-def test_tiny_budget_run_of_every_method(name, tmp_path: Path, capsys):
+def test_tiny_budget_run_of_every_method(name, tmp_path: Path):
+    """Every method as a user runs it: ``python -m baselines.train`` in a process of its own."""
     _require(name)
     budget = TINY_BUDGET.get(name, OFF_POLICY_TINY) if name in LEARNED else []
-    record, text = _run(name, tmp_path, *budget, capsys=capsys)
+    record, text = _run(name, tmp_path, *budget, subprocess_run=True)
     s = record["summary"]
     assert record["algo"] == name and record["env_id"] == ENV_ID
     assert record["eval_seeds"] == [10_000]
@@ -121,10 +131,49 @@ def test_unknown_method_and_bad_assignment_exit_with_usage_error(tmp_path: Path)
     assert err.value.code == 2
 
 
-def test_parse_assignments():
-    got = parse_assignments(["a=3e-4", "b=None", "c=[1, 2]", "d=text", "e-f='x=y'", "g=True"],
-                            "--set")
-    assert got == {"a": 3e-4, "b": None, "c": [1, 2], "d": "text", "e_f": "x=y", "g": True}
+def test_parse_assignments_keeps_texts_and_the_method_types_them(tmp_path: Path):
+    got = parse_assignments(["a=3e-4", "b=None", "c=[1, 2]", "e-f='x=y'"], "--set")
+    assert got == {"a": "3e-4", "b": "None", "c": "[1, 2]", "e_f": "'x=y'"}
+    # typed against the method's config fields, never evaluated
+    from baselines.train import build_parser, run_config_from_args
+
+    args = build_parser().parse_args([
+        "--algo", "alpha-td3", "--out", str(tmp_path), "--set", "actor_lr=3e-4",
+        "--set", "hidden-sizes=[64, 32]", "--set", "keep_best=false", "--set", "n_step=3",
+        "--env-kwarg", "risk_slack=0.05", "--env-kwarg", "risk_bound=1,2.5,3,4,5",
+        "--env-kwarg", "lp_window_minutes=auto", "--env-kwarg", "arrival_std=None"])
+    run = run_config_from_args(args)
+    assert run.hparams == {"actor_lr": 3e-4, "hidden_sizes": (64, 32), "keep_best": False,
+                           "n_step": 3}
+    assert run.env_kwargs["risk_slack"] == 0.05 and run.env_kwargs["arrival_std"] is None
+    assert run.env_kwargs["lp_window_minutes"] == "auto"
+    assert run.env_kwargs["risk_bound"].tolist() == [1.0, 2.5, 3.0, 4.0, 5.0]
+
+
+@pytest.mark.parametrize("bad", [
+    ["--set", "batch_size=1e3"],          # an int field: no float text
+    ["--set", "keep_best=maybe"],          # a bool field
+    ["--set", "policy_noise=0.2"],         # a TD3 field: alpha-ddpg does not take it
+    ["--set", "__import__('os')=1"],       # not a field
+    ["--set", "gamma=__import__('os')"],   # text is parsed, never evaluated
+    ["--env-kwarg", "risk_slack=abc"],
+    ["--env-kwarg", "no_such_kwarg=1"],
+])
+def test_bad_values_are_usage_errors(tmp_path: Path, bad: list[str], capsys):
+    with pytest.raises(SystemExit) as err:
+        main(["--algo", "alpha-ddpg", "--out", str(tmp_path), *bad])
+    assert err.value.code == 2
+    assert "error:" in capsys.readouterr().err
+    assert not (tmp_path / "run.json").exists()
+
+
+def test_show_config_lists_fields_with_docstrings(capsys):
+    assert main(["--algo", "alpha-td3", "--set", "policy_noise=0.3", "--show-config"]) == 0
+    text = capsys.readouterr().out
+    assert "policy_noise: float = 0.3" in text and "target-smoothing noise" in text
+    assert "exploration_sigma: float = 0.1" in text
+    assert main(["--algo", "alpha-ddpg", "--show-config"]) == 0
+    assert "policy_noise" not in capsys.readouterr().out
 
 
 def test_module_entry_point_prints_the_violation_lines(tmp_path: Path):

@@ -1,6 +1,6 @@
 """The batched per-passenger LP of slack-guided and myopic against HiGHS, state by state.
 
-Every decision of :class:`baselines.slack_guided.PerPassengerLP` must be optimal for its own LP,
+Every decision of :class:`baselines.per_passenger_lp.PerPassengerLP` must be optimal for its own LP,
 min π·(w + ε s) + μ ‖π − π^slack‖₁ over the category's polytope (risk rows tightened by the
 margin): its objective equals HiGHS's optimum of the same LP (solved here to tight tolerances)
 to 1e-9, it stays inside the polytope, and a row of a batch is bit for bit the passenger solved
@@ -155,7 +155,7 @@ def test_act_batch_through_the_harness_equals_act_day_by_day(setup):
 def test_a_guide_on_a_risk_row_is_moved_inside_the_margin(setup):
     """A guide exactly on a risk row breaks the row tightened by the margin: the waits give no
     reason to move, yet the answer must move inside (the guide's certificate does not apply)."""
-    from baselines.slack_guided import _polytope_vertices
+    from baselines.per_passenger_lp import _polytope_vertices
     from baselines.slack_lp import SlackLPSolution
 
     env, guide, _ = setup

@@ -14,15 +14,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("tianshou")
 
 import tsg_envs  # noqa: E402,F401
-from baselines._torch_common import latest_checkpoint, load_checkpoint  # noqa: E402
-from baselines.alpha_ddpg import (  # noqa: E402
-    AlphaDDPGConfig,
-    build,
-    explore_fn,
-    feasible_warmup,
-)
-from baselines.alpha_td3 import AlphaTD3Config  # noqa: E402
+from tianshou.data import Batch  # noqa: E402
+
 from baselines.api import RunConfig, get_method  # noqa: E402
+from baselines.checkpoint import latest_checkpoint, read_checkpoint  # noqa: E402
+from baselines.ddpg import DDPGConfig, LogitNoise, WarmupPolicy, build  # noqa: E402
 from tsg_envs.polytope import FEASIBILITY_TOL, violation  # noqa: E402
 from tsg_envs.rollout import CentreAgent, rollout  # noqa: E402
 
@@ -48,6 +44,28 @@ def _random_obs(env: gym.Env, rng: np.random.Generator, n: int) -> np.ndarray:
     return obs
 
 
+def _state(run: RunConfig) -> dict:
+    """The newest checkpoint's ``state.json`` of a run."""
+    return read_checkpoint(latest_checkpoint(run.out)).state
+
+
+def _tensors_of(run: RunConfig) -> dict:
+    return read_checkpoint(latest_checkpoint(run.out)).tensors
+
+
+def _explore(env: gym.Env, algorithm, sigma: float, rng: np.random.Generator):
+    """The behaviour policy of a DDPG-family algorithm, as the training loop calls it."""
+    policy = algorithm.policy
+    policy.set_exploration_noise(LogitNoise(sigma, rng))
+
+    def explore(obs: np.ndarray) -> np.ndarray:
+        obs_t = torch.as_tensor(np.atleast_2d(obs), dtype=torch.float32)
+        with torch.no_grad():
+            return policy.add_exploration_noise(policy.actor.logits(obs_t), Batch(obs=obs_t))
+
+    return explore
+
+
 def _assert_feasible(env: gym.Env, obs: np.ndarray, actions: np.ndarray) -> None:
     polys = env.unwrapped.polytopes
     cats = obs[:, env.unwrapped.obs_layout["category"]].argmax(-1)
@@ -58,35 +76,40 @@ def _assert_feasible(env: gym.Env, obs: np.ndarray, actions: np.ndarray) -> None
 def test_alpha_actor_fuzz_explore_greedy_target_and_warmup(env: gym.Env) -> None:
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    algorithm, actor = build(env, AlphaDDPGConfig(hidden_sizes=(32, 32)))
+    algorithm, actor = build(env, DDPGConfig(hidden_sizes=(32, 32)))
     # make the untrained actor's logits extreme, as a badly trained one's can be
     with torch.no_grad():
         actor.net[-1].weight.mul_(50.0)
     obs = _random_obs(env, rng, 200)
     for sigma in (0.0, 0.3, 3.0):
-        explore = explore_fn(actor, sigma)
-        acts = np.stack([explore(o, rng) for o in obs])
+        explore = _explore(env, algorithm, sigma, rng)
+        acts = np.concatenate([explore(o) for o in obs])
         _assert_feasible(env, obs, acts)
+        _assert_feasible(env, obs, explore(obs))  # a batch at once (the vector loop)
+    # Tianshou's collector passes the projected action, not the logits: recomputed from obs
+    with torch.no_grad():
+        y = algorithm.policy(Batch(obs=obs, info={})).act.numpy()
+        _assert_feasible(env, obs, algorithm.policy.add_exploration_noise(y, Batch(obs=obs)))
     # the batched float32 forward (what the critic and Tianshou's target actor see)
     with torch.no_grad():
         y = actor(torch.tensor(obs))[0]
     assert y.dtype == torch.float32
     _assert_feasible(env, obs, y.numpy())
-    # warm-up sampler
-    warm = feasible_warmup(env)
-    cats = obs[:, env.unwrapped.obs_layout["category"]].argmax(-1)
-    acts = np.stack([warm(o, {"category": int(c)}, rng) for o, c in zip(obs, cats, strict=True)])
+    # warm-up policy (a Tianshou policy): row by row, the same draws as one at a time
+    warm = WarmupPolicy(env, "feasible", np.random.default_rng(4))
+    acts = warm(Batch(obs=obs, info={})).act
     _assert_feasible(env, obs, acts)
+    again = WarmupPolicy(env, "feasible", np.random.default_rng(4))
+    np.testing.assert_array_equal(
+        np.concatenate([again(Batch(obs=o[None], info={})).act for o in obs]), acts)
 
 
 def test_td3_target_smoothing_is_reprojected(env: gym.Env) -> None:
     from tianshou.data import Batch
 
     torch.manual_seed(1)
-    cfg = AlphaTD3Config(hidden_sizes=(32, 32), policy_noise=2.0, noise_clip=0.0)
-    algorithm, _ = build(
-        env, cfg, td3={"policy_noise": 2.0, "noise_clip": 0.0, "update_actor_freq": 2}
-    )
+    cfg = DDPGConfig(hidden_sizes=(32, 32), policy_noise=2.0, noise_clip=0.0)
+    algorithm, _ = build(env, cfg, "alpha-td3")
     obs = _random_obs(env, np.random.default_rng(1), 500)
     with torch.no_grad():
         act = algorithm._target_q_compute_action(Batch(obs=obs, info={})).act
@@ -129,16 +152,17 @@ def test_smoke_train_and_load(tmp_path: Path, env: gym.Env, algo: str) -> None:
     run = _run(tmp_path, algo, budget, **hp)
     agent = get_method(algo).train(run)
     ckpt = latest_checkpoint(run.out)
-    assert ckpt is not None
-    state = load_checkpoint(ckpt)
+    assert ckpt is not None and ckpt.name == f"ckpt_{env_steps:08d}"
+    state = read_checkpoint(ckpt).state
     assert (state["gradient_steps"], state["step"]) == (budget, env_steps)
+    assert not list(run.out.rglob("*.pt")) and not list(run.out.rglob("*.pkl"))
     assert (run.out / "curve.csv").exists()
     loaded = get_method(algo).load(ckpt, env)
     obs = _random_obs(env, np.random.default_rng(5), 50)
     a1 = np.stack([agent.act(o, {}) for o in obs])
     a2 = np.stack([loaded.act(o, {}) for o in obs])
     np.testing.assert_array_equal(a1, a2)
-    by_dir = get_method(algo).load(run.out, env)  # a run directory: best.pt, else latest ckpt
+    by_dir = get_method(algo).load(run.out, env)  # a run folder: best.safetensors, else latest
     np.testing.assert_array_equal(np.stack([by_dir.act(o, {}) for o in obs]), a1)
     if algo not in UNPROJECTED:
         _assert_feasible(env, obs, a1)
@@ -163,29 +187,39 @@ def test_resume_is_exact_and_deterministic(tmp_path: Path, env: gym.Env) -> None
     # the same run stopped after day 1 (137 gradient steps: environment step 937), then resumed
     part = _run(tmp_path / "part", "alpha-ddpg", 137, **hp)
     get_method("alpha-ddpg").train(part)
-    assert load_checkpoint(latest_checkpoint(part.out))["step"] == 937
+    assert _state(part)["step"] == 937
     part.gradient_steps = 200
     get_method("alpha-ddpg").train(part)
-    full_state = load_checkpoint(latest_checkpoint(full.out))
-    a = full_state["algorithm"]
-    b = load_checkpoint(latest_checkpoint(part.out))["algorithm"]
-    keys = [k for k in a if k != "_optimizers"]
-    assert keys and all(torch.equal(a[k], b[k]) for k in keys)
+    full_ckpt = read_checkpoint(latest_checkpoint(full.out))
+    part_ckpt = read_checkpoint(latest_checkpoint(part.out))
+    a, b = full_ckpt.tensors, part_ckpt.tensors
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # the optimisers' moments and the generators too, and the learning curve's rows
+    for k in full_ckpt.arrays:
+        np.testing.assert_array_equal(full_ckpt.arrays[k], part_ckpt.arrays[k], err_msg=k)
+    assert full_ckpt.state["rng"] == part_ckpt.state["rng"]
+    assert _curve(full) == _curve(part)
     # every stored action (warm-up and exploration) is feasible for its observation's category
-    import pickle
-
-    buffer = pickle.loads(full_state["buffer"])
+    buffer = full_ckpt.buffer()
     assert len(buffer) == 1000
     _assert_feasible(env, buffer.obs[:1000], buffer.act[:1000])
 
 
+def _curve(run: RunConfig) -> list[list[str]]:
+    """The learning curve's rows without the wall-clock column."""
+    import csv
+
+    rows = list(csv.DictReader((run.out / "curve.csv").open()))
+    return [[v for k, v in r.items() if k != "wall_s"] for r in rows]
+
+
 def test_a_resume_refuses_another_runs_checkpoint(tmp_path: Path) -> None:
-    from baselines._torch_common import run_identity
+    from baselines.runs import run_identity
 
     hp = dict(warmup_steps=100, batch_size=32)
     first = _run(tmp_path, "alpha-ddpg", 10, **hp)
     get_method("alpha-ddpg").train(first)
-    state = load_checkpoint(latest_checkpoint(first.out))
+    state = _state(first)
     assert state["run"] == {"env_id": "tsg/Screening-v1", "instance_seed": 0,
                             "env_kwargs": {}, "seed": 3} == run_identity(first)
     # the same out directory for another instance, seed or env kwargs: refused, not resumed
@@ -195,7 +229,7 @@ def test_a_resume_refuses_another_runs_checkpoint(tmp_path: Path) -> None:
             get_method("alpha-ddpg").train(other)
     # the same run with a larger budget resumes
     get_method("alpha-ddpg").train(dataclasses.replace(first, gradient_steps=20))
-    assert load_checkpoint(latest_checkpoint(first.out))["gradient_steps"] == 20
+    assert _state(first)["gradient_steps"] == 20
 
 
 @pytest.mark.slow
@@ -215,7 +249,7 @@ def test_the_committed_alpha_ddpg_checkpoint_beats_the_static_lp() -> None:
     from tsg_envs.rollout import LPAgent
 
     path = (Path(__file__).resolve().parent.parent / "results" / "attacker_panel" / "alpha-ddpg"
-            / "tsg_Screening-v1_i0.pt")
+            / "tsg_Screening-v1_i0.safetensors")
     env = gym.make("tsg/Screening-v0", instance_seed=0)
     agent = get_method("alpha-ddpg").load(path, env)
     seeds = [2**31 + i for i in range(3)]  # the leaderboard's evaluation days
@@ -261,8 +295,8 @@ def test_radial_squash_worked_by_hand() -> None:
 
 def test_radial_actor_is_strictly_feasible_on_every_input(env: gym.Env) -> None:
     """Greedy, explored and extreme logits all land inside the waiting category's polytope."""
-    cfg = AlphaDDPGConfig(hidden_sizes=(16, 16))
-    _, actor = build(env, cfg, "radial")
+    cfg = DDPGConfig(hidden_sizes=(16, 16))
+    algorithm, actor = build(env, cfg, "radial-ddpg")
     rng = np.random.default_rng(11)
     obs = _random_obs(env, rng, 300)
     obs_t = torch.tensor(obs)
@@ -270,8 +304,7 @@ def test_radial_actor_is_strictly_feasible_on_every_input(env: gym.Env) -> None:
         greedy, _ = actor.from_logits(actor.logits(obs_t), obs_t, double=True)
         extreme = torch.tensor(rng.choice([-1.0, 1.0], size=(300, env.action_space.shape[0])))
         corner, _ = actor.from_logits(extreme, obs_t, double=True)
-    explore = explore_fn(actor, 0.5)
-    explored = np.stack([explore(o, rng) for o in obs[:50]])
+    explored = _explore(env, algorithm, 0.5, rng)(obs[:50])
     _assert_feasible(env, obs, greedy.numpy())
     _assert_feasible(env, obs, corner.numpy())
     _assert_feasible(env, obs[:50], explored)
@@ -281,9 +314,7 @@ def test_radial_actor_is_strictly_feasible_on_every_input(env: gym.Env) -> None:
 
 
 def _buffer_of(run: RunConfig) -> object:
-    import pickle
-
-    return pickle.loads(load_checkpoint(latest_checkpoint(run.out))["buffer"])
+    return read_checkpoint(latest_checkpoint(run.out)).buffer()
 
 
 VEC = dict(OFF, save_buffer=True, checkpoint_every=10**9)
@@ -311,7 +342,7 @@ def test_the_vector_loop_collects_several_days_feasibly(tmp_path: Path, env: gym
                                                         algo: str) -> None:
     run = _run(tmp_path, algo, 40, num_envs=4, **VEC)
     get_method(algo).train(run)
-    state = load_checkpoint(latest_checkpoint(run.out))
+    state = _state(run)
     buf = _buffer_of(run)
     # 4 days at once: warm-up 100 steps, then 2 environment steps per gradient step, in
     # vector steps of 4 transitions (the last one may overshoot by up to 3)
@@ -340,7 +371,7 @@ def test_the_vector_loop_resumes_exactly(tmp_path: Path) -> None:
     part = RunConfig(algo="alpha-ddpg", env_id=env_id, gradient_steps=400, seed=3,
                      out=tmp_path / "resumed", progress=False, hparams={**TINY, **hp})
     get_method("alpha-ddpg").train(part)
-    first = load_checkpoint(latest_checkpoint(part.out))
+    first = _state(part)
     assert (first["day"], first["step"], first["gradient_steps"]) == (2, 900, 400)
     resumed = RunConfig(**{**part.__dict__, "gradient_steps": 500})
     b = get_method("alpha-ddpg").train(resumed)
@@ -349,13 +380,6 @@ def test_the_vector_loop_resumes_exactly(tmp_path: Path) -> None:
                                   np.asarray(_buffer_of(resumed).act[:1100]))
     np.testing.assert_array_equal(np.stack([a.act(o, {}) for o in obs]),
                                   np.stack([b.act(o, {}) for o in obs]))
-
-
-def _tensors(d: dict) -> list[torch.Tensor]:
-    out = []
-    for v in d.values():
-        out += _tensors(v) if isinstance(v, dict) else [v] if torch.is_tensor(v) else []
-    return out
 
 
 def test_ppo_is_deterministic_under_a_seed(tmp_path: Path) -> None:
@@ -369,7 +393,7 @@ def test_ppo_is_deterministic_under_a_seed(tmp_path: Path) -> None:
                         seed=3, out=tmp_path / f"r{k}", instance_seed=0, progress=False,
                         hparams={**TINY, "n_steps": 256, "batch_size": 64, "repeat": 2})
         get_method("ppo").train(run)
-        state = load_checkpoint(latest_checkpoint(run.out))["algorithm"]
-        weights.append(torch.cat([t.flatten().float() for t in _tensors(state)]))
+        state = _tensors_of(run)
+        weights.append(torch.cat([state[k].flatten().float() for k in sorted(state)]))
     assert torch.equal(weights[0], weights[1])
     assert (np.random.get_state()[1] == np.random.RandomState(0).get_state()[1]).all()

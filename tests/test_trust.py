@@ -251,7 +251,7 @@ def test_a_planted_panel_checkpoint_is_never_loaded(tmp_path, monkeypatch):
     name = next(iter(attacker.panel_hashes()))
     monkeypatch.setattr(attacker, "PANEL_DIR", tmp_path / "panel")
     _plant(tmp_path / "panel" / "alpha-ddpg" / name, marker)
-    env, _, inst = name[:-3].rpartition("_i")
+    env, _, inst = Path(name).stem.rpartition("_i")
     with pytest.raises(ValueError, match="does not match its committed sha256"):
         attacker.panel_checkpoint(env.replace("_", "/", 1), int(inst))
     assert not marker.exists()
@@ -262,23 +262,21 @@ def test_a_planted_panel_checkpoint_is_never_loaded(tmp_path, monkeypatch):
 def test_checkpoint_loads_refuse_code(tmp_path):
     import pickle
 
-    from baselines._torch_common import load_checkpoint
-    from baselines.alpha_ddpg import load
+    from baselines.checkpoint import convert
+    from baselines.ddpg import load
 
     marker = tmp_path / "pwned"
     path = _plant(tmp_path / "run" / "best.pt", marker)
-    with pytest.raises(pickle.UnpicklingError):
-        load_checkpoint(path)
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(FileNotFoundError, match="old pickled format"):
         load(tmp_path / "run", None)
+    with pytest.raises(pickle.UnpicklingError):  # the one-off converter reads weights only
+        convert(path)
     assert not marker.exists()
 
 
 #: Loads that unpickle on purpose: a training run resuming its own replay buffer / ES state from
-#: its own output folder (never a result's or a submission's; the training-code issue moves them
-#: to safetensors).
-RESUME_UNPICKLES = {("baselines/_torch_common.py", "loads"), ("baselines/ppo.py", "loads"),
-                    ("baselines/es_guided.py", "loads")}
+#: its own output folder (never a result's or a submission's).
+RESUME_UNPICKLES = {("baselines/es_guided.py", "loads")}
 
 
 def test_no_load_path_unpickles_a_file():
