@@ -14,6 +14,7 @@ unchanged (``docs/model.md``, "The single-window family v2").
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import gymnasium as gym
 
@@ -61,8 +62,8 @@ WINDOW_V2 = WindowV2()
 #: The environment families (one docs page each): slug -> (title, what the family is for).
 FAMILIES: dict[str, tuple[str, str]] = {
     "default": ("The default environment",
-                "`tsg/Screening-v1`: a 6-hour morning shift of 10 flights, σ = 45 min, 60-minute LP "
-                "windows; the README's loop and the demo suite play it. Its sampled-queue twin "
+                "`tsg/Screening-v1`: a 6-hour morning shift of 10 flights, σ = 45 min, 60-minute "
+                "LP windows; the README's loop and the demo suite play it. Its sampled-queue twin "
                 "draws each passenger's team."),
     "window-v1": ("Single window, v1",
                   "The paper's single time-window comparison: every departure inside one hour, "
@@ -190,8 +191,8 @@ def _presets() -> tuple[Preset, ...]:
     v2 = WINDOW_V2
     v2_text = (f"departures over {v2.departure_span / 60:g} h; LP = one window over the day, "
                f"planning at utilisation {v2.planning_utilisation:g}")
-    v2_kwargs = dict(horizon="window", departure_span=v2.departure_span,
-                     planning_utilisation=v2.planning_utilisation)
+    v2_kwargs: dict[str, Any] = dict(horizon="window", departure_span=v2.departure_span,
+                                     planning_utilisation=v2.planning_utilisation)
     for n in FLIGHT_COUNTS:
         out.append(Preset(f"tsg/Screening-Window-{n}F-v2",
                           f"{v2_text}; {n} flights, σ {v2.arrival_std:g} min",
