@@ -5,8 +5,8 @@
 sits in whichever page shows it: :data:`leaderboard.readme.PAGES`) from its source, and
 LEADERBOARD.md as a whole; ``--check`` changes nothing and exits 1 when a file differs from
 what its sources give (a test runs it); ``--main-job`` first reruns the README's main job. It
-stands above every package whose results the README shows, so it holds every block's generator: the leaderboard's
-(:data:`leaderboard.readme.BLOCKS`, also ``python -m leaderboard readme``), the benchmarks' (from
+stands above every package whose results the README shows, so it holds every block's
+generator: the leaderboard's (:data:`leaderboard.readme.BLOCKS`, also ``python -m leaderboard readme``), the benchmarks' (from
 :mod:`benchmarks.envs` and :mod:`benchmarks.training`, each table from its JSON) and the
 experiments' tables (below). The sources, and the commands that regenerate them:
 
