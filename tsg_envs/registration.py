@@ -69,8 +69,10 @@ FAMILIES: dict[str, tuple[str, str]] = {
                   "The paper's single time-window comparison: every departure inside one hour, "
                   "the static LP one window over the whole day at utilisation 1. Each instance "
                   "seed is redrawn until capacity binds without overload. On these ids a "
-                  "clairvoyant plan beats the LP by only 2-11%, so methods barely separate "
-                  "(see the bracket)."),
+                  "clairvoyant plan beats the LP by only a few percent, so methods barely "
+                  "separate (the bracket page has the numbers). They stay registered unchanged, "
+                  "so published results replay; Gymnasium warns that each 'is out of date' "
+                  "because a v2 of the same name exists."),
     "window-v2": ("Single window, v2",
                   "The single-window comparison made informative: departures over 6 hours with "
                   "σ = 15 min, so the category mix changes within the window, and the static "

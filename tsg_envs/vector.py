@@ -15,6 +15,19 @@ reward 0. Every day of an instance has the same number of passengers, so sub-env
 together unless ``reset(options={"reset_mask": ...})`` resets some apart. Infos are a dict of
 arrays with the single environment's keys, each with its ``_key`` mask, as ``SyncVectorEnv``
 builds them.
+
+**The day's end.** After a day's last passenger no one is waiting there: its
+``info["category"]`` (and ``theta``, ``flight``) is -1, so a policy that looks up the polytope of
+that category fails (``PolytopeSet`` raises an ``IndexError`` that says what follows). The next
+step resets that day and ignores its action: give it any allocation, e.g. for
+``np.maximum(info["category"], 0)``, and count no wait for it (its reward is 0)::
+
+    waiting = info["category"] >= 0
+    actions = envs.unwrapped.polytopes.sample(np.maximum(info["category"], 0), rng)
+    obs, reward, done, _, info = envs.step(actions)
+    waits = -reward[waiting]
+
+(``docs/vector.md`` has the whole loop.)
 """
 
 from __future__ import annotations
