@@ -247,7 +247,7 @@ def claims_table(cfg: PaperConfig, results: dict[str, dict]) -> list[str]:
         "point), a stronger baseline than whichever optimal vertex a solver returns, and the "
         "single-window family is recalibrated so that capacity binds on every instance without "
         "overload (`docs/model.md`). α-DDPG is trained once per instance (seed 0) for 10,000 "
-        "mini-batches, with γ = 0.95 per passenger (the γ study in the README)."]
+        "mini-batches, with γ = 0.95 per passenger (the γ study in docs/baselines.md)."]
     if {"slack-lp", agent} <= avgs.keys():
         sentence = (f"On experiment 1 the static slack LP averages "
                     f"{_average_text(avgs['slack-lp'])}x the LP (the risk budget the LP leaves "
