@@ -5,7 +5,7 @@ day, the static LP's wait, the bracket (:func:`tsg_envs.bracket.bracket`: a clai
 and a proven lower bound on any policy's wait) and the waits of the static slack LP,
 slack-guided and myopic on the same days; each unit is cached as JSON under ``--out``/units as
 it finishes (reruns reuse it, so a run resumes), and the summary (``summary.json`` and the
-README's ``bracket`` block) gives per id the medians over instances with 95% bootstrap
+``bracket`` block of docs/bracket.md) gives per id the medians over instances with 95% bootstrap
 intervals, the binding of the LP's capacity, and the bracket's cost per day at each flight
 count.
 
@@ -37,7 +37,7 @@ from tsg_envs.provenance import provenance
 from tsg_envs.seeds import EVAL_SEED_BASE
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The ids of the README's table: the v1 and v2 10-flight single-window ids.
+#: The ids of the docs' bracket table: the v1 and v2 10-flight single-window ids.
 DEFAULT_IDS = ("tsg/Screening-Window-10F-v1", "tsg/Screening-Window-10F-v2")
 #: The agents every day is played with (besides the LP and the bracket's own plans).
 AGENTS = ("slack-lp", "slack-guided", "myopic")
@@ -181,7 +181,7 @@ def _ci(triple: Sequence[float], digits: int = 2) -> str:
 
 
 def format_table(summary: dict[str, dict[str, Any]]) -> str:
-    """The README's bracket table: one row per id."""
+    """The docs' bracket table: one row per id."""
     head = ("| id | instances × days | LP wait, min | plan | bound | bound / plan | static slack "
             "LP | slack-guided | myopic | capacity loss, min / median | stretch |")
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

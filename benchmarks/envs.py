@@ -574,15 +574,15 @@ FORMATTERS: dict[str, Callable[[list[dict]], str]] = {
 }
 
 
-def block_text(name: str, payload: dict, json_path: str, readme: str = "README.md") -> str:
-    """The README block of a published measurement: its table and where it came from."""
+def block_text(name: str, payload: dict, json_path: str) -> str:
+    """The block of a published measurement (README or docs page): its table and its source."""
     table = FORMATTERS[name](payload["rows"])
     info = payload["machine"]
     env_id = payload.get("env_id")
     where = f"`{env_id}`; " if env_id else ""
     machine = f"{info['cpu']}, {info['cores']} cores, commit {info['git commit']}"
-    return (f"{table}\n\n({where}{machine}; `{payload['command']} --readme {readme}` from "
-            f"`{json_path}`)")
+    return (f"{table}\n\n({where}{machine}; `{json_path}` from `{payload['command']}`, placed "
+            "by `python -m experiments.readme`)")
 
 
 def _publish(name: str, json_path: str, readme: str | None, rows: list,
@@ -598,7 +598,7 @@ def _publish(name: str, json_path: str, readme: str | None, rows: list,
     payload = {"machine": machine_info(), "command": command, "env_id": env_id,
                "rows": [r if isinstance(r, dict) else dataclasses.asdict(r) for r in rows]}
     Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    text = block_text(name, payload, json_path, readme or "README.md")
+    text = block_text(name, payload, json_path)
     print(text)
     if readme:
         replace_block(Path(readme), name, text)
@@ -649,7 +649,9 @@ def main(argv: list[str] | None = None) -> int:
                         "--lp-agreement (default 20)")
     parser.add_argument("--workers", type=cli_int(1), default=1, help="processes for --family")
     parser.add_argument("--readme", default=None,
-                        help="README whose block --bounds or --vector updates")
+                        help="a page holding the measurement's block (README.md or a docs page, "
+                        "e.g. docs/benchmarks.md) to update; python -m experiments.readme "
+                        "places every block from the JSON files")
     parser.add_argument("--construct", choices=sorted(BOUND_CORNERS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.construct:

@@ -10,7 +10,7 @@ installed package (``tsg_envs`` < ``baselines`` < ``leaderboard`` < ``benchmarks
 * ``experiments.multiseed``: learned baselines trained on every unit of a suite with several
   seeds (the leaderboard's checkpoints);
 * ``experiments.nonlearning_results``, ``experiments.duel_table``, ``experiments.gamma_study``,
-  ``experiments.es_ablation``, ``experiments.mu_sweep``: the studies behind the README's tables;
-* ``experiments.readme``: every number block of the README (and ``LEADERBOARD.md``) from the
-  committed results files.
+  ``experiments.es_ablation``, ``experiments.mu_sweep``: the studies behind the docs' tables;
+* ``experiments.readme``: every number block of the README and the docs pages (and
+  ``LEADERBOARD.md``) from the committed results files.
 """

@@ -65,8 +65,8 @@ def format_rows(doc: dict[str, Any]) -> str:
     """The result's row beside the static LP's (and slack-guided's), as aligned text."""
     name = doc["submission"]["name"]
     head = (
-        f"{'agent':<22} {'track':<6} {'ratio vs LP':>22} {'ratio vs slack-guided':>22} "
-        f"{'mean wait (min)':>24} {'viol.':>6} {'risk/bound':>10}"
+        f"{'agent':<22} {'track':<6} {'ratio vs LP (IQM)':>22} {'vs slack-guided (IQM)':>22} "
+        f"{'mean wait, min (IQM)':>24} {'viol.':>6} {'risk/bound':>10}"
     )
     if doc["status"] != "ok":
         return f"{head}\n{name:<22} FAILED: {doc['error']}"
@@ -85,15 +85,21 @@ def format_rows(doc: dict[str, Any]) -> str:
         (u["lp_risk"] / u["risk"]["bound"] for u in units if u.get("lp_risk") is not None),
         default=None,
     )
+    # The reference row's columns hold the statistic of the agent's row (IQM, 95% interval over
+    # the same days and units), so the LP's ratio vs slack-guided is comparable with an agent's.
     sg_ratio = None
     eps = [e for u in units for e in u["episodes"]]
     if eps and all(e["slack_guided_mean_wait"] is not None for e in eps):
         import numpy as np
 
-        sg_ratio = float(np.mean([e["slack_guided_mean_wait"] / e["lp_mean_wait"] for e in eps]))
+        from leaderboard.aggregate import iqm_interval
+
+        days_units = np.array([[e["slack_guided_mean_wait"] / e["lp_mean_wait"]
+                                for e in u["episodes"]] for u in units]).T
+        sg_ratio = iqm_interval(days_units, reps=agg.get("reps", 2_000))
     lines.append(
         f"{'static LP (reference)':<22} {'hard':<6} {'1.00':>22} "
-        f"{'–' if sg_ratio is None else format(sg_ratio, '.2f') + ' (mean)':>22} "
+        f"{_fmt(sg_ratio):>22} "
         f"{_fmt(lp_wait):>24} {0:>6d} {'–' if lp_over is None else format(lp_over, '.4f'):>10}"
     )
     for note in doc["notes"]:
@@ -479,7 +485,14 @@ def main(argv: list[str] | None = None) -> int:
         "best-response; it plays the panel of defenders (lp, slack-guided, centre, "
         "alpha-ddpg); repeat to evaluate several",
     )
-    ev.add_argument("--suite", default="quick", choices=list(SUITES), help="the suite")
+    ev.add_argument(
+        "--suite",
+        default="quick",
+        choices=list(SUITES),
+        help="micro (the smallest: 1 instance x 2 days of a 5-flight window, a smoke test), "
+        "demo, quick, screening or full; without --suite: quick (python -m leaderboard suites "
+        "lists them with their sizes)",
+    )
     ev.add_argument("--days", default="fresh", metavar="fresh|public|S1,S2,...",
                     help="the days played: fresh (default) draws the arrival seeds now, from "
                     "the operating system's entropy, and records them (official rows); public: "

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["BOOTSTRAP_REPS", "BOOTSTRAP_SEED", "CI_SIZE", "MAX_REPS", "iqm_interval",
-           "rliable_interval", "aggregate_units", "aggregate_defenders"]
+           "rliable_interval", "profile_interval", "aggregate_units", "aggregate_defenders"]
 
 #: Bootstrap replications for every interval.
 BOOTSTRAP_REPS: int = 2_000
@@ -130,6 +130,43 @@ def _bootstrap_class() -> type:
             return (indices, *self._strata_indices)
 
     return _SeededStratifiedBootstrap
+
+
+def profile_interval(
+    scores: np.ndarray, taus: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED
+) -> tuple[np.ndarray, np.ndarray]:
+    """A performance profile and its 95% stratified-bootstrap band, deterministically.
+
+    The profile is rliable's score distribution (the fraction of all (run, task) scores above
+    each τ); the band resamples runs within each task as :func:`iqm_interval` does, from a
+    generator seeded with ``seed``, so the same scores always give the same band (rliable's own
+    ``create_performance_profile`` draws from the global ``np.random``).
+
+    Args:
+        scores: (runs, tasks) finite scores.
+        taus: Thresholds τ, 1-D.
+        reps: Bootstrap replications.
+        seed: Seed of the bootstrap's generator.
+
+    Returns:
+        (profile of shape (len(taus),), band of shape (2, len(taus)): lower and upper).
+    """
+    from rliable.library import score_distributions
+
+    scores = np.asarray(scores, dtype=float)
+    taus = np.asarray(taus, dtype=float)
+
+    def func(x: np.ndarray) -> np.ndarray:
+        return score_distributions(x, taus)
+
+    profile = func(scores)
+    if scores.shape[0] < 2 or np.ptp(scores) == 0:
+        return profile, np.stack([profile, profile])
+    bs = _bootstrap_class()(scores, seed=np.random.default_rng(seed))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = bs.conf_int(func, reps=reps, size=CI_SIZE, method="percentile")
+    return profile, np.asarray(ci)
 
 
 def _matrix(units: list[dict[str, Any]], key: str) -> np.ndarray | None:

@@ -448,11 +448,31 @@ def _plot_label(name: str) -> str:
     return _oneline(name).replace("$", "\\$")
 
 
+#: Ten distinct colours (matplotlib's tab10) and three line styles: an agent's (colour, style) is
+#: unique among 30 agents, so a legend of 14 entries never shows two agents alike.
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+            "#7f7f7f", "#bcbd22", "#17becf")
+_LINESTYLES = ("-", "--", ":")
+
+
+def agent_styles(names: list[str]) -> dict[str, tuple[str, str]]:
+    """Each agent's (colour, line style) in both plots of a suite, in the order given.
+
+    The first ten agents get ten distinct colours with solid lines; the next ten the same
+    colours dashed, then dotted; so every pair is told apart up to 30 agents.
+    """
+    n = len(_PALETTE)
+    return {name: (_PALETTE[k % n], _LINESTYLES[(k // n) % len(_LINESTYLES)])
+            for k, name in enumerate(names)}
+
+
 def _rliable_svg(docs: list[dict[str, Any]], suite: str) -> str:
     """Rliable's interval estimates of the IQM ratio vs LP and the performance profile, as SVG.
 
     One row per completed submission (hard and open track); the profile is the fraction of
-    episodes whose ratio vs the LP exceeds τ, with 95% stratified-bootstrap bands.
+    episodes whose ratio vs the LP exceeds τ, with 95% stratified-bootstrap bands drawn from a
+    seeded generator (:func:`leaderboard.aggregate.profile_interval`), so the same results
+    always give the same bytes.
     """
     import io
 
@@ -460,36 +480,51 @@ def _rliable_svg(docs: list[dict[str, Any]], suite: str) -> str:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from rliable import library as rly
     from rliable import plot_utils
+
+    from leaderboard.aggregate import profile_interval
 
     done = [d for d in docs if d.get("status") == "ok" and d.get("aggregate")]
     scores = {_plot_label(d["submission"]["name"]): _episode_ratios(d) for d in done}
     scores = {k: v for k, v in scores.items() if v is not None}
     if not scores:
         return f'<p class="empty">No completed result on suite {html.escape(suite)} to plot.</p>'
-    names = sorted(scores, key=lambda n: -np.median(scores[n]))
+    names = sorted(scores, key=lambda n: (-float(np.median(scores[n])), n))
+    styles = agent_styles(names)
+    colors = {n: styles[n][0] for n in names}
     agg = {_plot_label(d["submission"]["name"]): d["aggregate"]["ratio_vs_lp"] for d in done}
     points = {n: np.array([agg[n]["iqm"]]) for n in names}
     intervals = {n: np.array([[agg[n]["iqm_low"]], [agg[n]["iqm_high"]]]) for n in names}
     hi = max(float(np.max(v)) for v in scores.values())
     taus = np.linspace(0.0, max(2.0, hi), 61)
-    profiles, bands = rly.create_performance_profile(
-        {n: scores[n] for n in names}, taus, reps=200)
+    profiles, bands = {}, {}
+    for n in names:
+        profiles[n], bands[n] = profile_interval(scores[n], taus, reps=200)
     with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tsg-envs",
                          "font.size": 9}):
-        fig_iv, _ = plot_utils.plot_interval_estimates(
+        # The x label goes on the axes (below its tick labels), not at rliable's fixed figure
+        # coordinate, which overlapped the ticks on short figures.
+        fig_iv, ax_iv = plot_utils.plot_interval_estimates(
             points, intervals, metric_names=["IQM ratio vs LP (95% CI)"], algorithms=names,
-            xlabel="ratio vs static LP (higher is better)", xlabel_y_coordinate=-0.3,
-            subfigure_width=4.5, row_height=0.35)
-        fig_pp, ax = plt.subplots(figsize=(6.0, 3.6))
+            colors=colors, xlabel="", subfigure_width=4.5, row_height=0.3)
+        ax_iv = np.atleast_1d(ax_iv)[0]
+        fig_iv.set_size_inches(4.5, 0.9 + 0.28 * len(names))  # room for title and label
+        ax_iv.set_title("IQM ratio vs LP (95% CI)", fontsize=10)
+        ax_iv.set_xlabel("ratio vs static LP (higher is better)", fontsize=9)
+        ax_iv.tick_params(labelsize=8)
+        for label in ax_iv.get_yticklabels():
+            label.set_fontsize(9)
+        fig_pp, ax = plt.subplots(figsize=(6.4, 3.6))
         plot_utils.plot_performance_profiles(
-            profiles, taus, performance_profile_cis=bands, ax=ax,
-            xlabel=r"ratio vs static LP $\tau$",
-            ylabel=r"fraction of episodes with ratio $> \tau$")
+            profiles, taus, performance_profile_cis=bands, ax=ax, colors=colors,
+            linestyles={n: styles[n][1] for n in names},
+            xlabel="ratio vs static LP τ",  # plain text: one <text> per label in the SVG
+            ylabel="fraction of episodes with ratio > τ", labelsize="medium",
+            ticklabelsize="small")
         lines = list(ax.lines[:len(names)])  # one line per agent, in the profiles' order
         ax.axvline(1.0, color="#999", lw=0.8, ls="--")
-        ax.legend(lines, names, loc="upper right", fontsize=8, frameon=False)
+        ax.legend(lines, names, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8,
+                  frameon=False, handlelength=2.6)
         out = []
         for fig, label in ((fig_iv, "interval-estimates"), (fig_pp, "performance-profile")):
             buf = io.StringIO()
@@ -509,13 +544,16 @@ table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}
 th,td{border:1px solid #ccc;padding:.25rem .4rem;text-align:right;white-space:nowrap}
 th{white-space:normal;max-width:7.5rem;vertical-align:bottom}
 td.agent,td.track,td.reason,td.training,td.commit{text-align:left}td.reason{white-space:normal;max-width:60rem}
-.scroll{overflow-x:auto}
+td.training{white-space:normal;min-width:9rem;max-width:16rem}
+table.attacker td{white-space:normal;min-width:6rem}table.attacker td:nth-child(2){text-align:left}
+.scroll{overflow-x:auto;max-width:100%}
 th{background:#f3f3f3;cursor:pointer;user-select:none}
 th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}
 tr.track-open td.track{color:#b35900}tr.track-failed td{color:#a00}
 tr.track-hard td.track{color:#1f5fa0}
 .ci{color:#777;font-size:.8em;display:block}
-figure.plot{display:inline-block;margin:0 1.5rem 1rem 0}figure.plot svg{max-width:100%;height:auto}
+.plots{display:flex;flex-wrap:wrap;align-items:flex-start;gap:1rem 2rem}
+figure.plot{margin:0 0 1rem 0;max-width:100%}figure.plot svg{max-width:100%;height:auto}
 .notes{font-size:.85rem;color:#555}
 """
 
@@ -623,6 +661,7 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
     from leaderboard.suites import SUITES
 
     docs = [assess(d) for d in docs]
+    n_results = len(docs)  # every result, attackers' included (as LEADERBOARD.md counts them)
     attackers = [d for d in docs if _is_attacker(d)]
     docs = [d for d in docs if not _is_attacker(d)]
     suites = _suites(docs)
@@ -640,7 +679,7 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
         "<title>tsg-envs leaderboard</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>tsg-envs leaderboard</h1>",
-        f"<p>Generated by <code>python -m leaderboard render</code> from {len(docs)} results "
+        f"<p>Generated by <code>python -m leaderboard render</code> from {n_results} results "
         f"in <code>{html.escape(source)}/</code>. Click a column header to sort.</p>",
         f'<p class="notes">{_md_inline(_MD_INTRO)}</p>',
         "<noscript><p>The tables need JavaScript; LEADERBOARD.md holds the same rows.</p>"
@@ -657,20 +696,24 @@ def render_html(docs: list[dict[str, Any]], source: str = "results/leaderboard")
             f"<p>{html.escape(desc)}</p>" if desc else "",
         ]
         if rows:
+            parts.append(f'<div class="scroll" id="table-{html.escape(name)}"></div>')
+        # The defender rows' notes sit right under their table (as in LEADERBOARD.md).
+        notes = [(r["agent"], n) for r in rows for n in r["notes"]]
+        if notes:
+            parts.append('<ul class="notes" data-notes="defenders">')
+            parts += [f"<li><code>{html.escape(a)}</code>: {html.escape(n)}</li>" for a, n in notes]
+            parts.append("</ul>")
+        if rows:
             parts += [
-                f'<div class="scroll" id="table-{html.escape(name)}"></div>',
                 "<h3>Ratio vs the static LP: IQM with 95% intervals, and performance profiles"
                 "</h3>",
+                '<div class="plots">',
                 _rliable_svg([d for d in docs if d["suite"]["name"] == name], name),
+                "</div>",
             ]
         att = [d for d in attackers if d["suite"]["name"] == name]
         if att:
             parts.append(_attacker_html(att))
-        notes = [(r["agent"], n) for r in rows for n in r["notes"]]
-        if notes:
-            parts.append('<ul class="notes">')
-            parts += [f"<li><code>{html.escape(a)}</code>: {html.escape(n)}</li>" for a, n in notes]
-            parts.append("</ul>")
         parts.append("</section>")
     parts += [
         f'<script id="lb-data" type="application/json">{blob}</script>',
@@ -686,11 +729,11 @@ def _attacker_html(docs: list[dict[str, Any]]) -> str:
     out = ['<h3>Attacker track: fraction of the best response (IQM, 95% interval)</h3>']
     rows = [line for line in md if line.startswith("|") and not line.startswith("|---")]
     if rows:
-        out.append('<div class="scroll"><table>')
+        out.append('<div class="scroll"><table class="attacker">')
         for k, line in enumerate(rows):
             cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
             tag = "th" if k == 0 else "td"
-            out.append("<tr>" + "".join(f"<{tag}>{_md_inline(c)}</{tag}>" for c in cells)
+            out.append("<tr>" + "".join(f"<{tag}>{_attacker_cell(c)}</{tag}>" for c in cells)
                        + "</tr>")
         out.append("</table></div>")
     items = [line[2:] for line in md if line.startswith("- ")]
@@ -698,6 +741,15 @@ def _attacker_html(docs: list[dict[str, Any]]) -> str:
         out.append('<ul class="notes">' + "".join(f"<li>{_md_inline(i)}</li>" for i in items)
                    + "</ul>")
     return "\n".join(out)
+
+
+def _attacker_cell(text: str) -> str:
+    """A cell of the attacker table: a fraction's interval and gain on a second, small line."""
+    m = re.fullmatch(r"(\S+) (\[[^]]*\]) \(gain ([^)]*)\)", text)
+    if m is None:
+        return _md_inline(text)
+    return (f'{html.escape(m.group(1))} <span class="ci">{html.escape(m.group(2))} '
+            f"gain {html.escape(m.group(3))}</span>")
 
 
 def render(

@@ -114,7 +114,16 @@ def check_template(template: str) -> None:
 
 
 def describe_exception(prefix: str, err: BaseException) -> str:
-    """``"prefix: Type: message (at file:line)"`` for a row's reason, with the innermost frame."""
+    """``"prefix: Type: message (at file:line)"`` for a row's reason, with the innermost frame.
+
+    A ``SyntaxError`` (``IndentationError``, ``TabError``) is placed where the compiler found it:
+    the submitted file's line, not the harness line that imported the file.
+    """
+    if isinstance(err, SyntaxError) and err.filename and err.lineno:
+        # The compiler's own place (the user's file and line), not the frame that imported it.
+        where = f" (at {Path(err.filename).name}:{err.lineno})"
+        text = err.msg or type(err).__name__
+        return f"{prefix}: {type(err).__name__}: {text}{where}"
     msg = str(err).strip().splitlines()[0] if str(err).strip() else ""
     where = ""
     tb = [f for f in traceback.extract_tb(err.__traceback__) if not f.filename.startswith("<")]

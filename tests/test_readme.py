@@ -1,9 +1,9 @@
-"""README.md and LEADERBOARD.md hold exactly what their committed sources give.
+"""README.md, the docs pages and LEADERBOARD.md hold exactly what their committed sources give.
 
-Every number block of the README (``<!-- name:begin -->`` ... ``<!-- name:end -->``) and the
-whole of LEADERBOARD.md is regenerated from the committed results files and compared with the
-files (``python -m experiments.readme`` rewrites them; ``python -m leaderboard readme`` the
-leaderboard's own blocks).
+Every number block of the README and of the docs pages (``<!-- name:begin -->`` ... ``<!--
+name:end -->``, each in whichever page shows it) and the whole of LEADERBOARD.md is regenerated
+from the committed results files and compared with the files (``python -m experiments.readme``
+rewrites them; ``python -m leaderboard readme`` the leaderboard's own blocks).
 """
 
 from __future__ import annotations
@@ -28,7 +28,13 @@ def test_the_leaderboard_command_checks_its_own_blocks() -> None:
     assert main(["readme", "--check"]) == 0
 
 
-def test_every_readme_block_has_a_generator() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    names = set(re.findall(r"<!-- ([a-z-]+):begin -->", text))
-    assert names == set(readme.BLOCKS)
+def test_every_block_of_every_page_has_a_generator_and_is_shown_once() -> None:
+    shown: list[str] = []
+    for page in board_readme.pages(ROOT):
+        text = page.read_text(encoding="utf-8")
+        names = re.findall(r"<!-- ([a-z0-9-]+):begin -->", text)
+        assert sorted(names) == sorted(re.findall(r"<!-- ([a-z0-9-]+):end -->", text)), page
+        shown += names
+    assert sorted(shown) == sorted(readme.BLOCKS)  # each block on exactly one page
+    assert ROOT / "README.md" in board_readme.pages(ROOT)
+    assert ROOT / "docs" / "board.md" in board_readme.pages(ROOT)

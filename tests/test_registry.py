@@ -1,4 +1,4 @@
-"""The registry: README's id table, PRESETS and gym.registry agree; JFK presets are real days."""
+"""The registry: the docs' id table, PRESETS and gym.registry agree; JFK presets are real days."""
 
 from __future__ import annotations
 
@@ -13,22 +13,15 @@ import tsg_envs
 from tsg_envs import GameConfig, make_game
 from tsg_envs.registration import ALIASES, ENTRY_POINT, PRESETS, WINDOW_V2, Preset, register_all
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "environments.md"
 ID_ROW = re.compile(r"^\| `(tsg/[^`]+)` \|")
 
 
 def readme_ids() -> list[str]:
-    """Ids of the README's table: rows starting with "| `tsg/" in "## Registered environments"."""
-    ids = []
-    in_section = False
-    for line in README.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            in_section = line.strip() == "## Registered environments"
-            continue
-        match = ID_ROW.match(line)
-        if in_section and match:
-            ids.append(match.group(1))
-    return ids
+    """Ids of the docs' id table: rows starting with "| `tsg/" in the ``ids`` block."""
+    text = README.read_text(encoding="utf-8")
+    block = text.split("<!-- ids:begin -->", 1)[1].split("<!-- ids:end -->", 1)[0]
+    return [m.group(1) for line in block.splitlines() if (m := ID_ROW.match(line))]
 
 
 def registered_ids() -> set[str]:
@@ -36,11 +29,11 @@ def registered_ids() -> set[str]:
 
 
 def test_readme_table_matches_presets_and_registry() -> None:
-    assert README.is_file(), "README.md with the id table is missing"
+    assert README.is_file(), "docs/environments.md with the id table is missing"
     ids = readme_ids()
-    assert len(ids) == len(set(ids)), "duplicate rows in README's id table"
+    assert len(ids) == len(set(ids)), "duplicate rows in the id table"
     assert set(ids) == set(PRESETS), (
-        f"README only: {sorted(set(ids) - set(PRESETS))}; "
+        f"table only: {sorted(set(ids) - set(PRESETS))}; "
         f"PRESETS only: {sorted(set(PRESETS) - set(ids))}"
     )
     assert registered_ids() == set(PRESETS) | set(ALIASES)

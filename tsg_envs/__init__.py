@@ -18,7 +18,7 @@ from tsg_envs.polytope import (
 )
 from tsg_envs.registration import PRESETS, register_all
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Arrivals",

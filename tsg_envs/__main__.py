@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import gymnasium as gym
 
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     env = gym.make(args.env, instance_seed=args.instance_seed)
-    u = env.unwrapped
+    u: Any = env.unwrapped
     agent = LPAgent(env)
     stats = rollout(env, agent, seed=args.seed)
     report = worst_case_risk(env, agent, seed=args.seed)

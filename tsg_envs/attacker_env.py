@@ -119,6 +119,7 @@ class AttackerEnv(gym.Env):
         done = done or self.duel.screened
         self._done = done
         info = dict(self._a_info, defender_reward=total_def, step=self._day_step())
+        assert self._a_obs is not None  # set by reset()
         return self._a_obs, reward, done, False, info
 
     def reset(
@@ -157,6 +158,7 @@ class AttackerEnv(gym.Env):
 
     # Internals ---------------------------------------------------------------------------
     def _duel_step(self, attack: Any) -> tuple[float, bool]:
+        assert self._d_obs is not None  # set by reset()
         d_action = self.defender.act(self._d_obs, self._d_info)
         obs, rewards, terms, _, infos = self.duel.step({ATTACKER: attack, DEFENDER: d_action})
         self._a_obs, self._a_info = obs[ATTACKER], infos[ATTACKER]

@@ -51,7 +51,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -147,7 +147,7 @@ def _screening(env: gym.Env) -> Any:
     base = env.unwrapped
     if not hasattr(base, "polytopes") or not hasattr(base, "day"):
         raise TypeError(f"bracket needs a tsg_envs ScreeningEnv, got {type(base).__name__}")
-    if base.queue_mode != "expected":
+    if cast(Any, base).queue_mode != "expected":
         raise ValueError(
             "the bracket exists in expected queue mode only: in sampled mode a passenger's wait "
             "depends on the environment's draw of the team, which no allocation fixes"
@@ -314,6 +314,8 @@ def _fluid_lp(base: Any, times: np.ndarray, cats: np.ndarray,
         n_rows += count
 
     # 1. Risk rows, widened by the accepted tolerance: A_risk[c_i] π_i <= b_risk[c_i] + tol.
+    ii: np.ndarray  # index grids of each block (their dimensions differ from block to block)
+    tt: np.ndarray
     ii, mm, tt = np.meshgrid(np.arange(p), np.arange(m), np.arange(t), indexing="ij")
     block(p * m, -np.inf, (polys.b_ub[cats, :m] + FEASIBILITY_TOL).reshape(-1),
           [(ii * m + mm, ii * t + tt, polys.A_ub[cats, :m, :])])

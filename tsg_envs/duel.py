@@ -14,7 +14,7 @@ agent's own turn).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -169,7 +169,7 @@ class DuelParallelEnv(ParallelEnv):
     metadata = {"name": "tsg_duel_v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
     def __init__(self, render_mode: str | None = None, **env_kwargs: Any) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:  # type: ignore[operator]
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
         #: The defender's face: the single-agent environment whose day the attacker joins.
@@ -224,8 +224,10 @@ class DuelParallelEnv(ParallelEnv):
         self._dep_scaled = g.departures * self._inv_day
         self._clock_pos = lay["clock"].start
         self._rng: np.random.Generator | None = None
+        self._attacker_waiting = False
         self._reset_attacker_state(theta=0)
-        self._defender_obs = np.zeros(self.screening.observation_space.shape, np.float32)
+        self._defender_obs = np.zeros(cast(tuple[int], self.screening.observation_space.shape),
+                                      np.float32)
         self._defender_info: dict[str, Any] = {}
 
     # Spaces ---------------------------------------------------------------------------------
@@ -256,7 +258,7 @@ class DuelParallelEnv(ParallelEnv):
         attack = self._check_attack(actions[ATTACKER])
         self.screening.check_action(actions[DEFENDER])  # nothing has moved if either is bad
         day = self.screening.day
-        screening_attacker = self._attacker_waiting
+        screening_attacker: bool = self._attacker_waiting
         d_obs, d_reward, _, _, d_info = self.screening.step(actions[DEFENDER])
 
         gain = 0.0
@@ -318,7 +320,7 @@ class DuelParallelEnv(ParallelEnv):
         """``"ansi"``: the checkpoint line of ``ScreeningEnv`` plus the attacker's status."""
         if self.render_mode is None:
             return None
-        line = self.screening.render()
+        line = str(self.screening.render())
         if not self.struck:
             status = f"attacker theta={self.theta} waiting"
         else:
@@ -422,7 +424,8 @@ class DuelParallelEnv(ParallelEnv):
     def _attacker_obs(self) -> dict[str, np.ndarray]:
         day = self.screening.day
         lay = self.attacker_obs_layout
-        x = np.zeros(self._spaces_obs[ATTACKER]["observation"].shape, dtype=np.float32)
+        box = cast(spaces.Dict, self._spaces_obs[ATTACKER])["observation"]
+        x = np.zeros(cast(tuple[int], box.shape), dtype=np.float32)
         x[lay["theta"].start + self.theta] = 1.0
         x[lay["backlog"]] = day.backlog
         x[lay["waits"]] = day.team_waits

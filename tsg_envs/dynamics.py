@@ -187,14 +187,15 @@ def draw_arrivals_batch(game: Game, rngs: list[np.random.Generator]) -> Arrivals
     draws = np.empty((len(rngs), k * n))
     for i, rng in enumerate(rngs):
         draws[i] = rng.random(k * n)
-    draws = draws.reshape(len(rngs), k, n).transpose(1, 0, 2)
+    draws_kbn = draws.reshape(len(rngs), k, n).transpose(1, 0, 2)
     cdf = np.cumsum(game.risk_mix)
     cdf /= cdf[-1]
     # cdf.searchsorted(u, side="right") (what Generator.choice does), as a count of cdf <= u.
     thetas = np.zeros((len(rngs), n), dtype=np.int64)
     for edge in cdf[:-1].tolist():
-        thetas += draws[-1] >= edge
-    x = _arrival_offsets(game, draws[0]) if std > 0 else np.full((len(rngs), n), game.arrival_mean)
+        thetas += draws_kbn[-1] >= edge
+    x = (_arrival_offsets(game, draws_kbn[0]) if std > 0
+         else np.full((len(rngs), n), game.arrival_mean))
     times = game.departures[flights][None, :] - x
     order = _time_order(times)
     times = np.clip(np.take_along_axis(times, order, axis=1), 0.0, game.day_length)

@@ -282,7 +282,8 @@ class ScreeningEnv(gym.Env):
             cfg = game.config
         else:
             base = config if config is not None else GameConfig()
-            changes = {key: val for key, val in overrides.items() if val is not None}
+            changes: dict[str, Any] = {key: val for key, val in overrides.items()
+                                       if val is not None}
             if n_flights is not FROM_CONFIG:
                 changes["n_flights"] = n_flights  # None: every departure of a real schedule
             cfg = base.replace(**changes)  # GameConfig checks every field

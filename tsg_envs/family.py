@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -70,7 +71,7 @@ class FamilyRow:
 
 def family_row(env_id: str, instance_seed: int, days: int = 3) -> FamilyRow:
     """Measure one instance (see :class:`FamilyRow`)."""
-    env = gym.make(env_id, instance_seed=instance_seed).unwrapped
+    env: Any = gym.make(env_id, instance_seed=instance_seed).unwrapped
     record = draw_instance(env.game.config, instance_seed)
     binding = record.binding
     if binding is None or binding.scale is None or binding.capacity_loss is None:

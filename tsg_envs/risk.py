@@ -274,7 +274,7 @@ def worst_case_risk(
     Returns:
         A :class:`RiskReport` (``risk_bound`` = ``env.unwrapped.risk_bound``).
     """
-    u = env.unwrapped
+    u: Any = env.unwrapped  # a ScreeningEnv (duck-typed)
     game = u.game
     n = game.n_passengers
     candidates = np.arange(min_step, n + 1)

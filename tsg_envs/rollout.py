@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -87,7 +87,7 @@ def rollout(env: gym.Env, agent: Agent, seed: int | None = None) -> EpisodeStats
     obs, info = env.reset(seed=seed)
     if hasattr(agent, "reset"):
         agent.reset()
-    unwrapped = env.unwrapped
+    unwrapped: Any = env.unwrapped  # a ScreeningEnv (duck-typed: its public contract)
     n = unwrapped.game.n_passengers
     waits = np.empty(n)
     proposed = executed = 0
@@ -103,13 +103,13 @@ def rollout(env: gym.Env, agent: Agent, seed: int | None = None) -> EpisodeStats
         done = terminated or truncated
         viol = step_info["proposed_violation"]
         max_viol = max(max_viol, viol)
-        proposed += viol > FEASIBILITY_TOL
-        executed += (
+        proposed += int(viol > FEASIBILITY_TOL)
+        executed += int(
             violation(step_info["executed_action"], polys.A_ub[c], polys.b_ub[c])
             > FEASIBILITY_TOL
         )
         waits[i] = step_info["wait"]
-        total += reward
+        total += float(reward)
         i += 1
         info = step_info
     return EpisodeStats(
@@ -125,7 +125,7 @@ class CentreAgent:
     """Always plays the waiting category's polytope centre (the Chebyshev-centre policy)."""
 
     def __init__(self, env: gym.Env) -> None:
-        self._centers = env.unwrapped.polytopes.centers
+        self._centers = cast(Any, env.unwrapped).polytopes.centers
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
         """The centre of ``info["category"]``'s polytope."""
@@ -145,9 +145,9 @@ class LPAgent:
     def __init__(self, env: gym.Env, window_minutes: float | None | str = "env") -> None:
         from tsg_envs.lp import solve_window_lp
 
-        u = env.unwrapped
+        u: Any = env.unwrapped
         minutes = u.lp_window_minutes if window_minutes == "env" else window_minutes
-        self.solution = solve_window_lp(u.game, minutes)
+        self.solution = solve_window_lp(u.game, cast(float | None, minutes))
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
         """π_{c,w} for the waiting passenger's category and arrival window."""

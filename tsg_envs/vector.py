@@ -15,12 +15,25 @@ reward 0. Every day of an instance has the same number of passengers, so sub-env
 together unless ``reset(options={"reset_mask": ...})`` resets some apart. Infos are a dict of
 arrays with the single environment's keys, each with its ``_key`` mask, as ``SyncVectorEnv``
 builds them.
+
+**The day's end.** After a day's last passenger no one is waiting there: its
+``info["category"]`` (and ``theta``, ``flight``) is -1, so a policy that looks up the polytope of
+that category fails (``PolytopeSet`` raises an ``IndexError`` that says what follows). The next
+step resets that day and ignores its action: give it any allocation, e.g. for
+``np.maximum(info["category"], 0)``, and count no wait for it (its reward is 0)::
+
+    waiting = info["category"] >= 0
+    actions = envs.unwrapped.polytopes.sample(np.maximum(info["category"], 0), rng)
+    obs, reward, done, _, info = envs.step(actions)
+    waits = -reward[waiting]
+
+(``docs/vector.md`` has the whole loop.)
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium.utils import seeding
@@ -30,7 +43,7 @@ from gymnasium.vector.utils import batch_space
 from tsg_envs import validation
 from tsg_envs.dynamics import DayBatch, draw_arrivals_batch
 from tsg_envs.env import ScreeningEnv
-from tsg_envs.polytope import ALPHA_SHRINK, FEASIBILITY_TOL
+from tsg_envs.polytope import ALPHA_SHRINK, FEASIBILITY_TOL, Polytope
 
 __all__ = ["ScreeningVectorEnv", "make_screening_vector_env"]
 
@@ -90,7 +103,8 @@ class ScreeningVectorEnv(VectorEnv):
         self._t = g.n_teams
         self._all = np.ones(self.num_envs, dtype=bool)
         self._all_idx = np.arange(self.num_envs)
-        self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
+        self._obs = np.zeros(cast(tuple[int, int], self.observation_space.shape),
+                             dtype=np.float32)
         # Largest |coefficient| of each category's risk rows (bounds |a·π| for π ≥ 0, Σπ ≈ 1).
         self._row_scale = np.abs(self.polytopes.A_ub[:, :m, :]).max(axis=(1, 2))
         self._scale_max = float(self._row_scale.max())
@@ -112,7 +126,7 @@ class ScreeningVectorEnv(VectorEnv):
         self._onehot = self._flat_category.copy()
 
     # Public helpers -------------------------------------------------------------------------
-    def polytope(self, c: int):  # noqa: ANN201 (a Polytope)
+    def polytope(self, c: int) -> Polytope:
         """The action polytope of category ``c`` (as ``ScreeningEnv.polytope``)."""
         return self.polytopes[c]
 
@@ -121,9 +135,13 @@ class ScreeningVectorEnv(VectorEnv):
         """The batched days (read their public state; do not step them by hand)."""
         return self._days
 
-    @property
-    def np_random(self) -> tuple[np.random.Generator, ...]:
-        """Each sub-environment's generator (arrivals, and the team in sampled mode)."""
+    @property  # type: ignore[misc]
+    def np_random(self) -> tuple[np.random.Generator | None, ...]:  # type: ignore[override]
+        """Each sub-environment's generator (arrivals, and the team in sampled mode).
+
+        One per sub-environment (None before its first reset), where Gymnasium's
+        ``VectorEnv.np_random`` is one generator for all: the N days draw independently.
+        """
         return tuple(self._rngs)
 
     # Gymnasium API ------------------------------------------------------------------------
@@ -140,7 +158,7 @@ class ScreeningVectorEnv(VectorEnv):
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             seeds = [int(seed) + i for i in range(n)]
         else:
-            seeds = list(seed)
+            seeds = list(cast(Any, seed))
             if len(seeds) != n:
                 raise ValueError(f"seed must be an int or a list of {n} seeds, got {len(seeds)}")
         mask = self._all.copy()
@@ -190,8 +208,8 @@ class ScreeningVectorEnv(VectorEnv):
             executed, penalty, viol = self._check(a, cats)
             u = None
             if self.queue_mode == "sampled":
-                rngs = self._rngs
-                idx = range(n) if every else step_rows.tolist()
+                rngs = cast(list[np.random.Generator], self._rngs)  # every row was reset
+                idx = range(n) if step_rows is None else step_rows.tolist()
                 u = np.array([rngs[i].random() for i in idx])
             res = days.step(executed, step_rows, u)
             if every:
@@ -234,7 +252,7 @@ class ScreeningVectorEnv(VectorEnv):
         executed, penalty, viol = self._check(a, cats)
         u = None
         if self.queue_mode == "sampled":
-            u = np.array([rng.random() for rng in self._rngs])
+            u = np.array([cast(np.random.Generator, rng).random() for rng in self._rngs])
         res = days.step(executed, None, u)
         terminated = days.done
         masks = iter(np.ones((len(STEP_INFO_KEYS), n), dtype=bool))  # one array per key

@@ -8,7 +8,7 @@ SAC/PPO run unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -36,7 +36,7 @@ class SoftmaxAlphaProjection(gym.ActionWrapper):
         if not beta > 0:
             raise ValueError(f"beta must be > 0, got {beta}")
         self.beta = float(beta)
-        t = env.action_space.shape[0]
+        t = int(np.prod(env.action_space.shape or (1,)))
         self.action_space = spaces.Box(-1.0, 1.0, shape=(t,), dtype=np.float32)
         self._category = 0
 
@@ -50,7 +50,7 @@ class SoftmaxAlphaProjection(gym.ActionWrapper):
         """Project the logits for the waiting category, step, remember the next category."""
         obs, reward, terminated, truncated, info = self.env.step(self.action(action))
         self._category = info["category"]
-        return obs, reward, terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
 
     def action(self, action: np.ndarray) -> np.ndarray:
         """softmax(β x) then α-projection onto the waiting category's polytope."""
@@ -60,7 +60,7 @@ class SoftmaxAlphaProjection(gym.ActionWrapper):
         z = self.beta * np.clip(x, -1.0, 1.0)
         s = np.exp(z - z.max())
         s /= s.sum()
-        polys = self.env.unwrapped.polytopes
+        polys = cast(Any, self.env.unwrapped).polytopes
         c = self._category
         return alpha_project(s, polys.centers[c], polys.A_ub[c], polys.b_ub[c])
 
@@ -82,7 +82,7 @@ class VectorSoftmaxAlphaProjection(gym.vector.VectorWrapper):
         if not beta > 0:
             raise ValueError(f"beta must be > 0, got {beta}")
         self.beta = float(beta)
-        n, t = env.action_space.shape
+        n, t = cast(tuple[int, int], env.action_space.shape)
         self.single_action_space = spaces.Box(-1.0, 1.0, shape=(t,), dtype=np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n, t), dtype=np.float32)
         self._categories = np.zeros(n, dtype=np.int64)
@@ -107,7 +107,7 @@ class VectorSoftmaxAlphaProjection(gym.vector.VectorWrapper):
         z = self.beta * np.clip(x, -1.0, 1.0)
         s = np.exp(z - z.max(axis=1, keepdims=True))
         s /= s.sum(axis=1, keepdims=True)
-        polys = self.env.unwrapped.polytopes
+        polys = cast(Any, self.env.unwrapped).polytopes
         c = self._categories
         return alpha_project(s, polys.centers[c], polys.A_ub[c], polys.b_ub[c])
 

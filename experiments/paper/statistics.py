@@ -24,6 +24,7 @@ from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
 __all__ = [
     "TREND_LEVEL",
+    "rising_at",
     "MIN_FIT_POINTS",
     "Collector",
     "collect",
@@ -367,3 +368,19 @@ def late_share(losses: list[tuple[float, float]], target: float) -> float | None
     at_end, at_half = np.interp(target, g, v), np.interp(target / 2, g, v)
     total = abs(at_end - v[0])
     return float(abs(at_end - at_half) / total) if total > 0 else 0.0
+
+
+def rising_at(losses: list[tuple[float, float]], target: float) -> bool | None:
+    """Whether the actor loss still rose over the last logged interval ending at ``target``.
+
+    Returns:
+        True when the value at ``target`` (interpolated) is above the last logged value before
+        it, False otherwise; None if the run stops short of ``target`` or has no earlier log.
+    """
+    g = np.array([e[0] for e in losses])
+    v = np.array([e[1] for e in losses])
+    before = g < target
+    if g.max() < target or not before.any():
+        return None
+    return bool(np.interp(target, g, v) > v[before][np.argmax(g[before])])
+

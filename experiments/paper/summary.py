@@ -29,6 +29,7 @@ from experiments.paper.statistics import (
     average,
     falls_verdict,
     late_share,
+    rising_at,
     time_fit_text,
     trend_direction,
     trend_points,
@@ -206,20 +207,28 @@ def claims_table(cfg: PaperConfig, results: dict[str, dict]) -> list[str]:
                     f"{falls_verdict(trend)} |")
     by_machine: dict[str, dict[int, list[float]]] = {}
     for r in results["fig3"]["summary"]:
-        if r.get("status") == "ok" and r.get("source") == "curve":
+        if (r.get("status") == "ok" and r.get("source") == "curve"
+                and (r.get("machine") or UNRECORDED) != UNRECORDED):
             by_machine.setdefault(r.get("machine") or UNRECORDED, {}).setdefault(
                 int(r["flights"]), []).append(float(r["seconds_to_10k_steps"]))
     shares = {k: [x for run in runs if (x := late_share(run, PAPER["steps_to_converge"]))
                   is not None] for k, runs in results["fig3"].get("losses", {}).items()
               if k is not None}
     shares = {k: v for k, v in sorted(shares.items()) if v}
+    rising = [r for runs in results["fig3"].get("losses", {}).values() for run in runs
+              if (r := rising_at(run, PAPER["steps_to_converge"])) is not None]
     if shares:
         rows.append(
             "| fig 3: converged by about 10,000 mini-batches, whatever the size | share of the "
             "actor loss's change (first log to 10,000) made after 5,000: "
             + "; ".join(f"{k}F: {np.mean(v):.2f}" for k, v in shares.items())
-            + " | the actor loss is -Q, which moves while the critic still learns: "
-            "a small share is a flat curve, not a proof of convergence |")
+            + (f"; still rising into 10,000 in {sum(rising)} of {len(rising)} runs"
+               if rising else "")
+            + " | " + ("differs: not converged by 10,000 (a converged curve would have made "
+                       "almost none of its change after 5,000)"
+                       if rising and sum(rising) > len(rising) / 2 else
+                       "the actor loss is -Q, which moves while the critic still learns: "
+                       "a small share is a flat curve, not a proof of convergence") + " |")
     fits = [f"{machine}: {time_fit_text(by_flights)}"
             for machine, by_flights in sorted(by_machine.items(),
                                               key=lambda kv: (kv[0] == UNRECORDED, kv[0]))
@@ -238,7 +247,7 @@ def claims_table(cfg: PaperConfig, results: dict[str, dict]) -> list[str]:
         "point), a stronger baseline than whichever optimal vertex a solver returns, and the "
         "single-window family is recalibrated so that capacity binds on every instance without "
         "overload (`docs/model.md`). α-DDPG is trained once per instance (seed 0) for 10,000 "
-        "mini-batches, with γ = 0.95 per passenger (the γ study in the README)."]
+        "mini-batches, with γ = 0.95 per passenger (the γ study in docs/baselines.md)."]
     if {"slack-lp", agent} <= avgs.keys():
         sentence = (f"On experiment 1 the static slack LP averages "
                     f"{_average_text(avgs['slack-lp'])}x the LP (the risk budget the LP leaves "

@@ -1,0 +1,70 @@
+"""How long the README's test command takes, on this machine: ``python -m benchmarks.tests``.
+
+Runs the default test tier exactly as the README's second set-up command does (``python -m
+pytest -q`` from the repository's root, after set-up) in a child process, and writes its wall
+time, the CPU time of the whole process tree (pytest-xdist's workers included) and pytest's
+closing line to ``results/bench_tests.json`` with the machine it ran on; ``python -m
+experiments.readme`` puts them in the README's ``test-time`` block. A busy machine stretches the
+wall time, not the CPU time: the block states both, and how many cores there were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+__all__ = ["run", "block_text", "main"]
+
+
+def run(args: tuple[str, ...] = ("-q",)) -> dict[str, Any]:
+    """Run ``python -m pytest ARGS`` from the root; its times, closing line and machine."""
+    from benchmarks.envs import machine_info
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    lines = [ln.strip("= ").strip() for ln in proc.stdout.splitlines() if ln.strip()]
+    closing = next((ln for ln in reversed(lines) if " in " in ln and ("passed" in ln
+                                                                      or "failed" in ln)), "")
+    return {"command": "python -m pytest " + " ".join(args), "returncode": proc.returncode,
+            "wall_s": wall, "cpu_s": cpu, "closing_line": closing, "machine": machine_info()}
+
+
+def block_text(payload: dict[str, Any], json_path: str = "results/bench_tests.json") -> str:
+    """The README's ``test-time`` block from a :func:`run` payload."""
+    m = payload["machine"]
+    return (f"| command | wall time | CPU time (all processes) | pytest's summary |\n"
+            f"|---|---:|---:|---|\n"
+            f"| `{payload['command']}` | {payload['wall_s'] / 60:.1f} min "
+            f"| {payload['cpu_s'] / 60:.1f} min | {payload['closing_line']} |\n\n"
+            f"({m['cpu']}, {m['cores']} cores, shared with other work while it ran; commit "
+            f"{m['git commit']}; `{json_path}` from `python -m benchmarks.tests`)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m benchmarks.tests``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.tests", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", type=Path, default=ROOT / "results" / "bench_tests.json",
+                        help="where to write the times (default results/bench_tests.json)")
+    args = parser.parse_args(argv)
+    payload = run()
+    args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(block_text(payload))
+    return 0 if payload["returncode"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
