@@ -39,10 +39,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-
-import tsg_envs  # noqa: F401  (registers the ids)
 from baselines.alpha_ddpg import AlphaDDPGConfig
 from baselines.alpha_ddpg import train as train_alpha_ddpg
+
+import tsg_envs  # noqa: F401  (registers the ids)
 from baselines.api import RunConfig
 from baselines.projection import AlphaProjection
 from tsg_envs.provenance import cpu_model

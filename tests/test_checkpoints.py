@@ -98,6 +98,7 @@ def test_the_buffer_as_arrays_equals_add_and_pickle(maxsize: int) -> None:
         (b1, i1), (b2, i2), (b3, i3) = ref.sample(16), pickled.sample(16), restored.sample(16)
         assert np.array_equal(i1, i2) and np.array_equal(i1, i3)
         assert np.array_equal(b1.obs_next, b3.obs_next) and np.array_equal(b1.rew, b3.rew)
+        assert np.array_equal(b1.obs_next, b2.obs_next)
     assert np.array_equal(ref.next(np.arange(len(ref))), restored.next(np.arange(len(ref))))
 
 

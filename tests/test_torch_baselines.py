@@ -13,9 +13,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("tianshou")
 
-import tsg_envs  # noqa: E402,F401
 from tianshou.data import Batch  # noqa: E402
 
+import tsg_envs  # noqa: E402,F401
 from baselines.api import RunConfig, get_method  # noqa: E402
 from baselines.checkpoint import latest_checkpoint, read_checkpoint  # noqa: E402
 from baselines.ddpg import DDPGConfig, LogitNoise, WarmupPolicy, build  # noqa: E402
