@@ -28,7 +28,8 @@ family         ``results/bench_family.json``         ``python -m benchmarks.envs
 lp-agreement   ``results/bench_lp-agreement.json``   ``... envs --lp-agreement JSON``
 loops          ``results/bench_loops.json``          ``python -m benchmarks.training --loops``
 gamma          ``results/gamma_study.csv``           ``python -m experiments.gamma_study``
-bracket        ``results/bracket/summary.json``      ``python -m benchmarks.bracket``
+bracket        ``results/bracket*/*.json``           ``python -m benchmarks.bracket`` (docs)
+bracket-short  ``results/bracket/summary.json``      ``python -m benchmarks.bracket``
 headline       the main job, the quick board, fig 1  (the three above)
 loop-output    the README's python block above it    (code: run as written)
 vector-output  the README's python block above it    (code: run as written)
@@ -140,20 +141,56 @@ def _loops(root: Path) -> str:
             "`python -m benchmarks.training --loops --json results/bench_loops.json`)")
 
 
+def _bracket_payloads(root: Path) -> tuple[dict | None, dict | None, dict | None]:
+    def load(*parts: str) -> dict | None:
+        path = root.joinpath("results", *parts)
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    return (load("bracket", "summary.json"), load("bracket-heldout", "summary.json"),
+            load("bracket", "cost.json"))
+
+
 def _bracket(root: Path) -> str:
-    path = root / "results" / "bracket" / "summary.json"
-    if not path.exists():
+    """The docs' bracket tables: v1 and v2 at 10 flights, held-out v2 days, the cost per day."""
+    from benchmarks.bracket import format_table
+
+    main, held, cost = _bracket_payloads(root)
+    if main is None:
         return ("(not computed yet: `python -m benchmarks.bracket` writes "
                 "`results/bracket/summary.json`, then `python -m experiments.readme` fills this "
                 "table)")
-    payload = json.loads(path.read_text(encoding="utf-8"))
-    parts = [payload["table"]]
-    if payload.get("cost_table"):
-        parts += ["", "The bracket's cost per day:", "", payload["cost_table"]]
-    hw = (payload.get("machine") or {}).get("hardware") or {}
+    parts = [main["table"]]
+    if held is not None:
+        rows = format_table(held["ids"]).splitlines()[2:]
+        parts += [r.replace("` |", "` (held out) |", 1) for r in rows]
+    hw = (main.get("machine") or {}).get("hardware") or {}
     parts += ["", f"({hw.get('processor') or 'unknown CPU'}, {hw.get('cpu_count')} CPUs; "
-              f"`results/bracket/summary.json` from `{payload['command'].strip()}`)"]
+              f"`results/bracket/summary.json` from `{main['command'].strip()}`"
+              + (f"; held out, on instance seeds and days never used in calibration: "
+                 f"`results/bracket-heldout/summary.json` from `{held['command'].strip()}`"
+                 if held is not None else "") + ")"]
+    if cost is not None:
+        chw = (cost.get("machine") or {}).get("hardware") or {}
+        parts += ["", "The bracket's own cost per day (instance 0, one evaluation day, no "
+                  "candidate agents):", "", cost["table"], "",
+                  f"({chw.get('processor') or 'unknown CPU'}, {chw.get('cpu_count')} CPUs; "
+                  f"`results/bracket/cost.json` from `{cost['command'].strip()}`)"]
     return "\n".join(parts)
+
+
+def _bracket_short(root: Path) -> str:
+    """The README's one-line summary of the v2 family against the bracket."""
+    main, _, _ = _bracket_payloads(root)
+    env_id = "tsg/Screening-Window-10F-v2"
+    if main is None or not {env_id, "tsg/Screening-Window-10F-v1"} <= set(main["ids"]):
+        return "(not computed yet: `python -m benchmarks.bracket`)"
+    v2, v1 = main["ids"][env_id], main["ids"]["tsg/Screening-Window-10F-v1"]
+    return (f"On `{env_id}` ({v2['instances']} instances × {v2['days']} days) a clairvoyant plan "
+            f"beats the static LP's wait by {v2['plan_ratio'][0]:.2f}x (median; on v1 "
+            f"{v1['plan_ratio'][0]:.2f}x) and no policy can beat it by more than "
+            f"{v2['bound_ratio'][0]:.2f}x (v1 {v1['bound_ratio'][0]:.2f}x); slack-guided gets "
+            f"{v2['slack-guided_ratio'][0]:.2f}x (`results/bracket/summary.json`, "
+            "`python -m benchmarks.bracket`).")
 
 
 def _main_job_ratio(root: Path) -> str:
@@ -254,6 +291,7 @@ BLOCKS: dict[str, Generator] = {
     "lp-agreement": _bench("lp-agreement"),
     "gamma": _gamma,
     "bracket": _bracket,
+    "bracket-short": _bracket_short,
     "headline": _headline,
     "loop-output": _output_of("loop-output"),
     "vector-output": _output_of("vector-output"),

@@ -315,10 +315,10 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def _cmd_key(args: argparse.Namespace) -> int:
     import base64
 
-    from leaderboard.signing import _public_bytes, key_id, key_path, load_key
+    from leaderboard.signing import public_bytes, key_id, key_path, load_key
 
     try:
-        public = _public_bytes(load_key(create=True))
+        public = public_bytes(load_key(create=True))
     except (OSError, ValueError) as err:
         return _usage(f"{key_path()}: {err}")
     kid = key_id(public)

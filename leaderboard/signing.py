@@ -51,6 +51,7 @@ __all__ = [
     "VERIFICATION_DOMAIN",
     "SignatureCheck",
     "canonical",
+    "public_bytes",
     "check_signature",
     "committed_keys",
     "key_id",
@@ -132,7 +133,8 @@ def load_key(create: bool = True) -> Any:
     return Ed25519PrivateKey.from_private_bytes(raw)
 
 
-def _public_bytes(key: Any) -> bytes:
+def public_bytes(key: Any) -> bytes:
+    """The raw 32 bytes of the public half of the Ed25519 private key ``key``."""
     from cryptography.hazmat.primitives import serialization
 
     return key.public_key().public_bytes(serialization.Encoding.Raw,
@@ -142,7 +144,7 @@ def _public_bytes(key: Any) -> bytes:
 def own_public_key() -> bytes | None:
     """This machine's public key, or None when it has no (usable) key yet; never creates one."""
     try:
-        return _public_bytes(load_key(create=False))
+        return public_bytes(load_key(create=False))
     except (OSError, ValueError):
         return None
 
@@ -179,7 +181,7 @@ def canonical(doc: dict[str, Any]) -> bytes:
 def sign(doc: dict[str, Any], domain: bytes) -> dict[str, str]:
     """The signature block of ``doc`` (its :func:`canonical` bytes after ``domain``)."""
     key = load_key(create=True)
-    public = _public_bytes(key)
+    public = public_bytes(key)
     return {"algorithm": "ed25519", "key_id": key_id(public), "public_key": _b64(public),
             "value": _b64(key.sign(domain + canonical(doc)))}
 

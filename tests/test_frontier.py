@@ -65,6 +65,7 @@ def test_a_sweep_of_a_resolved_policy_stays_within_each_bound(tmp_path: Path) ->
 
 
 def test_the_frontier_cli_refuses_bad_scales(tmp_path: Path, capsys) -> None:
-    assert main(["frontier", "--agent", "slack-lp", "--scales", "0.9", "--out",
-                 str(tmp_path)]) == 2
-    assert "must be > 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["frontier", "--agent", "slack-lp", "--scales", "0.9", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "must be a finite number > 1, got 0.9" in capsys.readouterr().err

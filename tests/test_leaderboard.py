@@ -393,13 +393,13 @@ def test_cli_evaluate_prints_the_row_beside_the_lp(
     assert "example-centre" in out and "static LP (reference)" in out
     path = tmp_path / "example-centre--micro.json"
     assert load_result(path)["status"] == "ok"
-    # a different existing result is refused with exit code 3
+    # an existing ok result is never replaced without --force: a usage error before any work
     doc = json.loads(path.read_text())
     doc["units"][0]["episodes"][0]["mean_wait"] += 1
     doc["metrics_digest"] = metrics_digest(doc)
     path.write_text(json.dumps(doc))
-    assert main(args) == 3
-    assert "different result" in capsys.readouterr().err
+    assert main(args) == 2
+    assert "pass --force to replace it" in capsys.readouterr().err
     # a failed submission writes its row and exits non-zero
     bad = write(tmp_path, "bad.py", "def make_agent(env):\n    raise ValueError('no')\n")
     assert main(["evaluate", "--agent", bad, "--suite", "micro", "--out", str(tmp_path),

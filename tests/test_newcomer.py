@@ -220,8 +220,9 @@ def test_the_installed_packages_carry_their_type_hints() -> None:
     for pkg in ("tsg_envs", "baselines", "leaderboard"):
         assert (REPO / pkg / "py.typed").is_file()
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert data["package-data"] == {p: ["py.typed"] for p in ("tsg_envs", "baselines",
-                                                              "leaderboard")}
+    assert data["package-data"] == {"tsg_envs": ["py.typed"], "baselines": ["py.typed"],
+                                    "leaderboard": ["py.typed", "trusted_keys.json",
+                                                    "panel_checkpoints.json"]}
     assert tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]["strict"]
 
 
@@ -230,7 +231,7 @@ def test_the_readme_is_short_and_keeps_its_two_commands() -> None:
     assert len(text) < 15_000
     for command in (
         "bash scripts/setup.sh && .venv/bin/python -m leaderboard evaluate --agent alpha-ddpg "
-        "--suite demo --out runs/demo",
+        "--suite demo --days public --out runs/demo",
         "bash scripts/setup.sh && .venv/bin/python -m pytest -q",
     ):
         assert f"\n{command}\n" in text
