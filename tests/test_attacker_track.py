@@ -257,9 +257,10 @@ def test_the_cli_writes_the_attacker_row_and_exits_1_on_failure(tmp_path, capsys
     assert code == 1
     assert "FAILED: act raised: ValueError: no" in out.out
     assert (tmp_path / "bad--micro--attacker.json").is_file()
+    # an unknown name is a usage error: one line on stderr, exit 2, nothing run
     assert cli(["evaluate", "--attacker", "nobody", "--suite", "micro", "--out",
-                str(tmp_path), "--no-progress"]) == 1
-    assert "unknown attacker 'nobody'" in capsys.readouterr().out
+                str(tmp_path), "--no-progress"]) == 2
+    assert "unknown attacker 'nobody'" in capsys.readouterr().err
 
 
 def test_the_example_attacker_runs() -> None:
