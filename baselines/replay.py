@@ -3,9 +3,9 @@
 :class:`ArrayReplayBuffer` is Tianshou 2.0.1's ``ReplayBuffer`` (its sampling, indexing and
 ``next``/``prev`` are used unchanged) with two additions: :meth:`~ArrayReplayBuffer.add_rows`
 stores N transitions with the bookkeeping of ``ReplayBuffer.add`` but without building a
-``Batch`` per transition, and :meth:`~ArrayReplayBuffer.to_arrays` /
-:meth:`~ArrayReplayBuffer.from_arrays` turn it into plain arrays and back (checkpoints hold it
-as ``.npz`` plus JSON, never a pickle). Both keep the buffer's contents and its sampling
+``Batch`` per transition (and allocates the arrays unwritten), and
+:meth:`~ArrayReplayBuffer.to_arrays` / :meth:`~ArrayReplayBuffer.from_arrays` turn it into
+plain arrays and back (checkpoints hold it as ``.npz`` plus JSON, never a pickle). Both keep the buffer's contents and its sampling
 generator exactly as ``add`` and a pickle would (tested).
 
 :func:`nstep_return` and :func:`gae` are the n-step return (DDPG, TD3, SAC) and generalised
@@ -60,14 +60,20 @@ class ArrayReplayBuffer(ReplayBuffer):
             truncated: (N,) bools.
             obs_next: (N, O) next observations.
         """
-        start = 0
-        if not self._meta.get_keys():  # the first transition allocates the arrays (Tianshou)
-            self.add(Batch(obs=obs[0], act=act[0], rew=float(rew[0]),
-                           terminated=bool(terminated[0]), truncated=bool(truncated[0]),
-                           obs_next=obs_next[0], info={}))
-            start = 1
+        if not self._meta.get_keys():
+            # The first transition allocates the arrays: ``add`` would fill them with zeros of
+            # these dtypes (np.full, every page written: a second for the default 200,000
+            # rows); np.zeros gives the same arrays, their pages zeroed as they are first used.
+            n = self.maxsize
+            obs, act, obs_next = np.asarray(obs), np.asarray(act), np.asarray(obs_next)
+            self._meta = Batch(
+                obs=np.zeros((n, *obs.shape[1:]), dtype=obs.dtype),
+                act=np.zeros((n, *act.shape[1:]), dtype=act.dtype),
+                rew=np.zeros(n), terminated=np.zeros(n, dtype=bool),
+                truncated=np.zeros(n, dtype=bool), done=np.zeros(n, dtype=bool),
+                obs_next=np.zeros((n, *obs_next.shape[1:]), dtype=obs_next.dtype), info=Batch())
         meta = self._meta
-        for i in range(start, len(obs)):
+        for i in range(len(obs)):
             done = bool(terminated[i]) or bool(truncated[i])
             r = float(rew[i])
             # ReplayBuffer._update_state_pre_add, then the row's values
