@@ -5,8 +5,9 @@
 stores N transitions with the bookkeeping of ``ReplayBuffer.add`` but without building a
 ``Batch`` per transition (and allocates the arrays unwritten), and
 :meth:`~ArrayReplayBuffer.to_arrays` / :meth:`~ArrayReplayBuffer.from_arrays` turn it into
-plain arrays and back (checkpoints hold it as ``.npz`` plus JSON, never a pickle). Both keep the buffer's contents and its sampling
-generator exactly as ``add`` and a pickle would (tested).
+plain arrays and back (checkpoints hold it as ``.npz`` plus JSON, never a pickle). Both keep
+the buffer's contents and its sampling generator exactly as ``add`` and a pickle would
+(tested).
 
 :func:`nstep_return` and :func:`gae` are the n-step return (DDPG, TD3, SAC) and generalised
 advantage estimate (PPO) of ``tianshou.algorithm.algorithm_base`` written in numpy with the same
