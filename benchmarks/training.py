@@ -362,11 +362,14 @@ def bench_startup(method: str = "alpha-ddpg", repeats: int = 3) -> dict[str, Any
     import sys
 
     runs = []
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    root = Path(__file__).resolve().parent.parent  # benchmarks/ is not installed: run from here
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": path}
     for _ in range(repeats):
         t = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "benchmarks.training", "--startup-child",
-                              method], capture_output=True, text=True, check=True, env=env)
+                              method], capture_output=True, text=True, check=True, env=env,
+                             cwd=root)
         total = time.perf_counter() - t
         phases = json.loads(out.stdout.strip().splitlines()[-1])
         measured = sum(phases.values())
