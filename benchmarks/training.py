@@ -250,27 +250,30 @@ def filled_buffer(n: int, seed: int, env_id: str = "tsg/Screening-v1") -> Any:
 
 
 def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed: int = 0
-                        ) -> float:
-    """Seconds of one bare ``algorithm.update`` of ``method`` (item 3): median of 5 blocks.
+                        ) -> dict[str, float]:
+    """Seconds of one bare ``algorithm.update`` of ``method`` (item 3), wall and process CPU.
 
     The algorithm is built as its training builds it, the buffer holds
     ``max(4 × batch_size, 2000)`` transitions; each update samples a mini-batch and updates,
-    inside Tianshou's training-step context, as the loop calls it.
+    inside Tianshou's training-step context, as the loop calls it. Medians of 5 blocks of
+    ``repeats // 5`` updates (robust to a busy moment of the machine): ``{"wall_s", "cpu_s"}``.
     """
     from tianshou.utils.torch_utils import policy_within_training_step
 
     algorithm, cfg, _ = build_algorithm(method, hparams, seed=seed)
     buffer = filled_buffer(max(4 * cfg.batch_size, 2_000), seed)
-    blocks = []
+    walls, cpus = [], []
+    block = max(1, repeats // 5)
     with policy_within_training_step(algorithm.policy):
         for _ in range(10):
             algorithm.update(buffer, cfg.batch_size)
-        for _ in range(5):  # the median of 5 blocks: robust to a busy moment of the machine
-            t = time.perf_counter()
-            for _ in range(max(1, repeats // 5)):
+        for _ in range(5):
+            t, c = time.perf_counter(), time.process_time()
+            for _ in range(block):
                 algorithm.update(buffer, cfg.batch_size)
-            blocks.append((time.perf_counter() - t) / max(1, repeats // 5))
-    return float(statistics.median(blocks))
+            walls.append((time.perf_counter() - t) / block)
+            cpus.append((time.process_time() - c) / block)
+    return {"wall_s": float(statistics.median(walls)), "cpu_s": float(statistics.median(cpus))}
 
 
 def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, ...],
@@ -278,10 +281,12 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
                 bare_repeats: int = 500) -> list[dict[str, Any]]:
     """Item 3: per method (and vector width), the loop's rates and its overhead ratio.
 
-    The loop's time is the run's own clock at its end (``curve.csv``'s last ``wall_s``: the
-    loop from its first step, without the process's imports and the environment's
-    construction, which :func:`bench_startup` measures); ``wall_s`` is the whole ``train``
-    call.
+    Per row, the bare update is timed first (which also makes the process's one-off imports,
+    so that the run does not pay them), then the run. ``overhead_ratio`` compares process CPU
+    time, the fair measure on a shared machine: the run's (the whole ``train`` call, whose
+    set-up, the environment and the networks, is a fraction of a percent of it) per gradient
+    step against the bare update's. ``wall_ratio`` does the same with wall-clock time (the loop's
+    own clock, ``curve.csv``'s last ``wall_s``, from its first step to its end).
     """
     from baselines.api import RunConfig, get_method
     from baselines.checkpoint import latest_checkpoint, read_checkpoint
@@ -291,6 +296,7 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
     for method in methods:
         widths = num_envs if _is_ddpg(method) else (1,)
         for n in widths:
+            bare = bare_update_seconds(method, hparams, bare_repeats, seed)
             tmp = Path(tempfile.mkdtemp(prefix="tsg-bench-"))
             hp = {**hparams, "eval_every": 0, "checkpoint_every": 10**9, "threads": threads,
                   "keep_best": False, **({"num_envs": n} if _is_ddpg(method) else {})}
@@ -302,20 +308,20 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
             state = read_checkpoint(latest_checkpoint(tmp)).state  # type: ignore[arg-type]
             loop = _last_wall(tmp / "curve.csv")
             shutil.rmtree(tmp, ignore_errors=True)
-            # the bare update, timed right after the run, in the same conditions
-            bare = bare_update_seconds(method, hparams, bare_repeats, seed)
             g, s = int(state["gradient_steps"]), int(state["step"])
             row = {
                 "method": method, "num_envs": n, "gradient_steps": g, "env_steps": s,
                 "wall_s": wall, "cpu_s": cpu, "loop_s": loop, "env_steps_per_s": s / loop,
                 "gradient_steps_per_s": g / loop, "loop_s_per_gradient_step": loop / max(1, g),
-                "bare_update_s": bare,
+                "cpu_s_per_gradient_step": cpu / max(1, g),
+                "bare_update_s": bare["wall_s"], "bare_update_cpu_s": bare["cpu_s"],
             }
-            row["overhead_ratio"] = row["loop_s_per_gradient_step"] / bare
+            row["overhead_ratio"] = row["cpu_s_per_gradient_step"] / bare["cpu_s"]
+            row["wall_ratio"] = row["loop_s_per_gradient_step"] / bare["wall_s"]
             rows.append(row)
-            print(f"  {method} x{n}: loop {loop:.1f} s ({wall:.1f} s with set-up) for {g} "
-                  f"gradient steps ({s} env steps); loop/bare = {row['overhead_ratio']:.2f}",
-                  flush=True)
+            print(f"  {method} x{n}: loop {loop:.1f} s ({cpu:.1f} s CPU) for {g} gradient "
+                  f"steps ({s} env steps); loop / bare: CPU {row['overhead_ratio']:.2f}, wall "
+                  f"{row['wall_ratio']:.2f}", flush=True)
     return rows
 
 
@@ -386,7 +392,8 @@ def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: in
     The actor update (:func:`baselines.ddpg.actor_loss`, backward, Adam step) on a mini-batch
     of the default size, and the exploration step (``add_exploration_noise`` on one
     observation, as the loop acts), each timed with the α-projection head and with the head
-    removed (the softmax point itself), alternating blocks of ``repeats // 10``, medians.
+    removed (the softmax point itself), alternating blocks of ``repeats // 10``, medians of
+    process CPU time.
     ``projection_share`` is (with - without) / with; ``projection_added`` is with / without - 1.
     """
     from tianshou.data import Batch
@@ -421,10 +428,10 @@ def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: in
             for with_head in (True, False):
                 actor.projection = head if with_head else None
                 fn()
-                t = time.perf_counter()
+                c = time.process_time()
                 for _ in range(block):
                     fn()
-                times[with_head].append((time.perf_counter() - t) / block)
+                times[with_head].append((time.process_time() - c) / block)
         actor.projection = head
         w, wo = statistics.median(times[True]), statistics.median(times[False])
         out[f"{name}_s"], out[f"{name}_unprojected_s"] = w, wo
@@ -436,15 +443,17 @@ def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: in
 
 def loops_table(rows: list[dict[str, Any]]) -> str:
     """The loop benchmark as a Markdown table."""
-    lines = ["| method | days at once | gradient steps | env steps | loop | env steps/s | "
-             "gradient steps/s | loop per gradient step | bare update | loop / bare |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| method | days at once | gradient steps | env steps | loop (CPU) | env steps/s | "
+             "gradient steps/s | CPU per gradient step: loop | bare update | loop / bare "
+             "(CPU) | loop / bare (wall) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['method']} | {r['num_envs']} | {r['gradient_steps']:,} | {r['env_steps']:,} | "
-            f"{r.get('loop_s', r['wall_s']):.1f} s | {r['env_steps_per_s']:,.0f} | "
-            f"{r['gradient_steps_per_s']:,.0f} | {r['loop_s_per_gradient_step'] * 1e3:.2f} ms | "
-            f"{r['bare_update_s'] * 1e3:.2f} ms | {r['overhead_ratio']:.2f} |")
+            f"{r['loop_s']:.1f} s ({r['cpu_s']:.1f} s) | {r['env_steps_per_s']:,.0f} | "
+            f"{r['gradient_steps_per_s']:,.0f} | {r['cpu_s_per_gradient_step'] * 1e3:.2f} ms | "
+            f"{r['bare_update_cpu_s'] * 1e3:.2f} ms | **{r['overhead_ratio']:.2f}** | "
+            f"{r['wall_ratio']:.2f} |")
     return "\n".join(lines)
 
 

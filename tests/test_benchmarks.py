@@ -100,6 +100,8 @@ def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
         # 200 warm-up steps, then 2 environment steps per gradient step (n days at a time)
         assert 240 <= r["env_steps"] <= 240 + r["num_envs"] - 1
         assert r["overhead_ratio"] == pytest.approx(
+            r["cpu_s"] / r["gradient_steps"] / r["bare_update_cpu_s"])
+        assert r["wall_ratio"] == pytest.approx(
             r["loop_s"] / r["gradient_steps"] / r["bare_update_s"])
         assert 0 < r["loop_s"] <= r["wall_s"]  # the loop's own clock, inside the train call
     # start-up: the phases the child measured add up to no more than the whole launch
