@@ -120,25 +120,29 @@ class ArrayReplayBuffer(ReplayBuffer):
                     ) -> ArrayReplayBuffer:
         """The buffer :meth:`to_arrays` described (same rows, counters and generator)."""
         buf = cls(int(state["maxsize"]))
+        buf.restore_arrays(arrays, state)
+        return buf
+
+    def restore_arrays(self, arrays: dict[str, np.ndarray], state: dict[str, Any]) -> None:
+        """Set this (empty) buffer's rows, counters and generator from :meth:`to_arrays`."""
         n = int(state["size"])
         if n:
             meta = {}
             for k in KEYS:
                 stored = np.asarray(arrays[k])
-                full = np.zeros((buf.maxsize, *stored.shape[1:]), dtype=stored.dtype)
+                full = np.zeros((self.maxsize, *stored.shape[1:]), dtype=stored.dtype)
                 full[:n] = stored
                 meta[k] = full
-            buf._meta = Batch(**meta, info=Batch())
-        buf._size = n
-        buf._insertion_idx = int(state["insertion_idx"])
-        buf.last_index = np.array([int(state["last_index"])])
-        buf._ep_return = float(state["ep_return"])
-        buf._ep_len = int(state["ep_len"])
-        buf._ep_start_idx = int(state["ep_start_idx"])
+            self._meta = Batch(**meta, info=Batch())
+        self._size = n
+        self._insertion_idx = int(state["insertion_idx"])
+        self.last_index = np.array([int(state["last_index"])])
+        self._ep_return = float(state["ep_return"])
+        self._ep_len = int(state["ep_len"])
+        self._ep_start_idx = int(state["ep_start_idx"])
         rng = state["rng"]
-        buf._random_state.set_state((rng["name"], np.asarray(arrays["rng_key"], np.uint32),
-                                     rng["pos"], rng["has_gauss"], rng["cached_gaussian"]))
-        return buf
+        self._random_state.set_state((rng["name"], np.asarray(arrays["rng_key"], np.uint32),
+                                      rng["pos"], rng["has_gauss"], rng["cached_gaussian"]))
 
 
 def nstep_return(rew_B: np.ndarray, end_flag_B: np.ndarray, target_q_IA: np.ndarray,

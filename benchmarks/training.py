@@ -36,6 +36,7 @@ import statistics
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,8 +279,13 @@ def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed
 
 def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, ...],
                 hparams: dict[str, Any], threads: int = 1, seed: int = 0,
-                bare_repeats: int = 500) -> list[dict[str, Any]]:
+                bare_repeats: int = 500,
+                on_row: Callable[[list[dict[str, Any]]], None] | None = None
+                ) -> list[dict[str, Any]]:
     """Item 3: per method (and vector width), the loop's rates and its overhead ratio.
+
+    ``on_row(rows)`` is called after each row (the CLI saves the rows so far: a long run that
+    is stopped keeps what it measured).
 
     Per row, the bare update is timed first (which also makes the process's one-off imports,
     so that the run does not pay them), then the run. ``overhead_ratio`` compares process CPU
@@ -319,6 +325,8 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
             row["overhead_ratio"] = row["cpu_s_per_gradient_step"] / bare["cpu_s"]
             row["wall_ratio"] = row["loop_s_per_gradient_step"] / bare["wall_s"]
             rows.append(row)
+            if on_row is not None:
+                on_row(rows)
             print(f"  {method} x{n}: loop {loop:.1f} s ({cpu:.1f} s CPU) for {g} gradient "
                   f"steps ({s} env steps); loop / bare: CPU {row['overhead_ratio']:.2f}, wall "
                   f"{row['wall_ratio']:.2f}", flush=True)
@@ -557,8 +565,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result["config"].update(grad_steps=steps, num_envs=list(args.num_envs),
                                 methods=list(args.methods), hparams=hp)
         print(f"\ntraining loops, {steps} gradient steps each:", flush=True)
+        def save(rows: list[dict[str, Any]]) -> None:
+            if args.json:
+                args.json.parent.mkdir(parents=True, exist_ok=True)
+                args.json.write_text(json.dumps({**result, "loops": rows}, indent=2))
+
         rows = bench_loops(tuple(args.methods), steps, tuple(args.num_envs), hp,
-                           threads=cfg.threads, bare_repeats=50 if args.quick else 1000)
+                           threads=cfg.threads, bare_repeats=50 if args.quick else 1000,
+                           on_row=save)
         result["loops"] = rows
         print("\nstart-up and the α-projection's share:", flush=True)
         result["startup"] = bench_startup("alpha-ddpg", repeats=1 if args.quick else 5)
