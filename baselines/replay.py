@@ -3,10 +3,11 @@
 :class:`ArrayReplayBuffer` is Tianshou 2.0.1's ``ReplayBuffer`` (its sampling, indexing and
 ``next``/``prev`` are used unchanged) with two additions: :meth:`~ArrayReplayBuffer.add_rows`
 stores N transitions with the bookkeeping of ``ReplayBuffer.add`` but without building a
-``Batch`` per transition, and :meth:`~ArrayReplayBuffer.to_arrays` /
-:meth:`~ArrayReplayBuffer.from_arrays` turn it into plain arrays and back (checkpoints hold it
-as ``.npz`` plus JSON, never a pickle). Both keep the buffer's contents and its sampling
-generator exactly as ``add`` and a pickle would (tested).
+``Batch`` per transition (and allocates the arrays unwritten), and
+:meth:`~ArrayReplayBuffer.to_arrays` / :meth:`~ArrayReplayBuffer.from_arrays` turn it into
+plain arrays and back (checkpoints hold it as ``.npz`` plus JSON, never a pickle). Both keep
+the buffer's contents and its sampling generator exactly as ``add`` and a pickle would
+(tested).
 
 :func:`nstep_return` and :func:`gae` are the n-step return (DDPG, TD3, SAC) and generalised
 advantage estimate (PPO) of ``tianshou.algorithm.algorithm_base`` written in numpy with the same
@@ -60,14 +61,20 @@ class ArrayReplayBuffer(ReplayBuffer):
             truncated: (N,) bools.
             obs_next: (N, O) next observations.
         """
-        start = 0
-        if not self._meta.get_keys():  # the first transition allocates the arrays (Tianshou)
-            self.add(Batch(obs=obs[0], act=act[0], rew=float(rew[0]),
-                           terminated=bool(terminated[0]), truncated=bool(truncated[0]),
-                           obs_next=obs_next[0], info={}))
-            start = 1
+        if not self._meta.get_keys():
+            # The first transition allocates the arrays: ``add`` would fill them with zeros of
+            # these dtypes (np.full, every page written: a second for the default 200,000
+            # rows); np.zeros gives the same arrays, their pages zeroed as they are first used.
+            n = self.maxsize
+            obs, act, obs_next = np.asarray(obs), np.asarray(act), np.asarray(obs_next)
+            self._meta = Batch(
+                obs=np.zeros((n, *obs.shape[1:]), dtype=obs.dtype),
+                act=np.zeros((n, *act.shape[1:]), dtype=act.dtype),
+                rew=np.zeros(n), terminated=np.zeros(n, dtype=bool),
+                truncated=np.zeros(n, dtype=bool), done=np.zeros(n, dtype=bool),
+                obs_next=np.zeros((n, *obs_next.shape[1:]), dtype=obs_next.dtype), info=Batch())
         meta = self._meta
-        for i in range(start, len(obs)):
+        for i in range(len(obs)):
             done = bool(terminated[i]) or bool(truncated[i])
             r = float(rew[i])
             # ReplayBuffer._update_state_pre_add, then the row's values
@@ -113,25 +120,29 @@ class ArrayReplayBuffer(ReplayBuffer):
                     ) -> ArrayReplayBuffer:
         """The buffer :meth:`to_arrays` described (same rows, counters and generator)."""
         buf = cls(int(state["maxsize"]))
+        buf.restore_arrays(arrays, state)
+        return buf
+
+    def restore_arrays(self, arrays: dict[str, np.ndarray], state: dict[str, Any]) -> None:
+        """Set this (empty) buffer's rows, counters and generator from :meth:`to_arrays`."""
         n = int(state["size"])
         if n:
             meta = {}
             for k in KEYS:
                 stored = np.asarray(arrays[k])
-                full = np.zeros((buf.maxsize, *stored.shape[1:]), dtype=stored.dtype)
+                full = np.zeros((self.maxsize, *stored.shape[1:]), dtype=stored.dtype)
                 full[:n] = stored
                 meta[k] = full
-            buf._meta = Batch(**meta, info=Batch())
-        buf._size = n
-        buf._insertion_idx = int(state["insertion_idx"])
-        buf.last_index = np.array([int(state["last_index"])])
-        buf._ep_return = float(state["ep_return"])
-        buf._ep_len = int(state["ep_len"])
-        buf._ep_start_idx = int(state["ep_start_idx"])
+            self._meta = Batch(**meta, info=Batch())
+        self._size = n
+        self._insertion_idx = int(state["insertion_idx"])
+        self.last_index = np.array([int(state["last_index"])])
+        self._ep_return = float(state["ep_return"])
+        self._ep_len = int(state["ep_len"])
+        self._ep_start_idx = int(state["ep_start_idx"])
         rng = state["rng"]
-        buf._random_state.set_state((rng["name"], np.asarray(arrays["rng_key"], np.uint32),
-                                     rng["pos"], rng["has_gauss"], rng["cached_gaussian"]))
-        return buf
+        self._random_state.set_state((rng["name"], np.asarray(arrays["rng_key"], np.uint32),
+                                      rng["pos"], rng["has_gauss"], rng["cached_gaussian"]))
 
 
 def nstep_return(rew_B: np.ndarray, end_flag_B: np.ndarray, target_q_IA: np.ndarray,

@@ -16,7 +16,11 @@
    gradient step against the bare Tianshou update of the same algorithm (``algorithm.update``:
    sample a mini-batch from a filled buffer and update, nothing else), timed in the same run:
    the ratio is what collecting, acting, storing and bookkeeping add. DDPG-family methods are
-   also run from the native vector environment (``num_envs`` days at once).
+   also run from the native vector environment (``num_envs`` days at once). The same run
+   measures a fresh process's start-up (launch to the first gradient step of alpha-ddpg:
+   :func:`bench_startup`) and what the α-projection adds to alpha-ddpg's actor update and
+   exploration step (:func:`bench_projection_share`); :func:`loops_block` renders all three
+   for the docs (``python -m experiments.readme``).
 
 Prints a Markdown table naming the machine; ``--json PATH`` also writes the numbers.
 """
@@ -32,6 +36,7 @@ import statistics
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,17 +44,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from baselines.alpha_ddpg import AlphaDDPGConfig
-from baselines.alpha_ddpg import train as train_alpha_ddpg
 
 import tsg_envs  # noqa: F401  (registers the ids)
-from baselines.api import RunConfig
 from baselines.projection import AlphaProjection
 from tsg_envs.provenance import cpu_model
 from tsg_envs.validation import cli_int
 
-__all__ = ["BenchConfig", "bench_projection", "bench_training", "bench_loops",
-           "bare_update_seconds", "loops_table", "machine", "main"]
+__all__ = ["BenchConfig", "LOOP_METHODS", "DEFAULT_LOOP_METHODS", "TARGETS", "bench_projection",
+           "bench_training", "bench_loops", "bench_startup", "bench_projection_share",
+           "build_algorithm", "filled_buffer", "bare_update_seconds", "loops_table",
+           "startup_table", "loops_block", "machine", "main"]
 
 
 @dataclass(kw_only=True)
@@ -129,11 +133,11 @@ def bench_projection(cfg: BenchConfig) -> dict[str, Any]:
 
 def bench_training(cfg: BenchConfig) -> list[dict[str, Any]]:
     """Seconds of α-DDPG training to ``cfg.grad_steps`` gradient steps, per flight count."""
-    from tianshou.algorithm.algorithm_base import Policy
+    from baselines.api import RunConfig, get_method
 
-    Policy._compile()  # Tianshou's one-off numba compilation, kept out of the timings
+    method = get_method("alpha-ddpg")
     rows = []
-    defaults = AlphaDDPGConfig(**cfg.hparams)
+    defaults = method.build_config(cfg.hparams)
     for k in cfg.flights:
         t = time.perf_counter()
         env = gym.make("tsg/Screening-v1", instance_seed=0, n_flights=k)
@@ -158,7 +162,7 @@ def bench_training(cfg: BenchConfig) -> list[dict[str, Any]]:
             progress=False,
         )
         t, c = time.perf_counter(), time.process_time()
-        train_alpha_ddpg(run)
+        method.train(run)
         train_s, cpu_s = time.perf_counter() - t, time.process_time() - c
         shutil.rmtree(tmp, ignore_errors=True)
         rows.append(
@@ -180,137 +184,318 @@ def bench_training(cfg: BenchConfig) -> list[dict[str, Any]]:
     return rows
 
 
-#: Off-policy methods of the loop benchmark: (config class path, projection, td3?, env mode).
-LOOP_METHODS: dict[str, tuple[str, str, bool, str]] = {
-    "alpha-ddpg": ("baselines.alpha_ddpg:AlphaDDPGConfig", "alpha", False, "raise"),
-    "alpha-td3": ("baselines.alpha_td3:AlphaTD3Config", "alpha", True, "raise"),
-    "radial-ddpg": ("baselines.radial_ddpg:RadialDDPGConfig", "radial", False, "raise"),
-    "proj-ddpg": ("baselines.proj_ddpg:ProjDDPGConfig", "none", False, "project"),
-    "proj-penalty-ddpg": ("baselines.proj_penalty_ddpg:ProjPenaltyDDPGConfig", "none", False,
-                          "project"),
-    "penalty-ddpg": ("baselines.penalty_ddpg:PenaltyDDPGConfig", "none", False, "penalize"),
-    "sac": ("baselines.sac:SACConfig", "sac", False, "raise"),
-}
+#: Off-policy methods the loop benchmark can run (the DDPG family collects N days at once).
+LOOP_METHODS: tuple[str, ...] = ("alpha-ddpg", "alpha-td3", "radial-ddpg", "l2-ddpg",
+                                 "proj-ddpg", "proj-penalty-ddpg", "penalty-ddpg", "sac")
+#: The methods ``--loops`` runs by default.
+DEFAULT_LOOP_METHODS: tuple[str, ...] = ("alpha-ddpg", "alpha-td3", "radial-ddpg", "proj-ddpg",
+                                         "sac")
+#: The targets the loops block states: loop / bare update, start-up seconds, projection share.
+TARGETS = {"overhead_ratio": 1.1, "startup_s": 3.0, "projection_share": 0.25}
 
 
-def _config(method: str, hparams: dict[str, Any]) -> Any:
-    import importlib
+def _is_ddpg(method: str) -> bool:
+    from baselines.ddpg import VARIANTS
 
-    from baselines._torch_common import make_config
-
-    module, _, name = LOOP_METHODS[method][0].partition(":")
-    return make_config(getattr(importlib.import_module(module), name), hparams)
+    return method in VARIANTS
 
 
-def _filled_buffer(env: gym.Env, n: int, seed: int) -> Any:
-    """A replay buffer of ``n`` transitions of random points of the simplex (not timed)."""
-    from tianshou.data import Batch, ReplayBuffer
+def build_algorithm(method: str, hparams: dict[str, Any], env_id: str = "tsg/Screening-v1",
+                    seed: int = 0) -> tuple[Any, Any, gym.Env]:
+    """``(algorithm, config, env)``: ``method``'s Tianshou algorithm as its training builds it.
 
+    The environment is the one the method trains on (the DDPG variant's ``invalid_action``;
+    SAC's ``SoftmaxAlphaProjection`` wrapper); the networks are seeded with ``seed``.
+    """
+    torch.manual_seed(seed)
+    if _is_ddpg(method):
+        from baselines.ddpg import VARIANTS, build
+
+        variant = VARIANTS[method]
+        cfg = variant.config(hparams)
+        env = gym.make(env_id, instance_seed=0, invalid_action=variant.invalid_action)
+        return build(env, cfg, variant)[0], cfg, env
+    if method != "sac":
+        raise ValueError(f"the loop benchmark runs the off-policy methods {LOOP_METHODS}, "
+                         f"not {method!r}")
+    from baselines.sac import build as build_sac
+    from baselines.sac import make_config
+    from tsg_envs.wrappers import SoftmaxAlphaProjection
+
+    cfg = make_config(hparams)
+    env = SoftmaxAlphaProjection(gym.make(env_id, instance_seed=0, invalid_action="raise"),
+                                 beta=cfg.beta)
+    return build_sac(env, cfg)[0], cfg, env
+
+
+def filled_buffer(n: int, seed: int, env_id: str = "tsg/Screening-v1") -> Any:
+    """A replay buffer of ``n`` transitions of Dirichlet points of the simplex (not timed).
+
+    The environment projects them (``invalid_action="project"``); the stored action is the
+    proposal, a valid input of every method's critic (SAC's logits live in [-1, 1]).
+    """
+    from baselines.replay import ArrayReplayBuffer
+
+    env = gym.make(env_id, instance_seed=0, invalid_action="project")
     rng = np.random.default_rng(seed)
-    buffer = ReplayBuffer(n)
+    buffer = ArrayReplayBuffer(n)
     t = env.action_space.shape[0]
     obs, _ = env.reset(seed=seed)
     while len(buffer) < n:
         act = rng.dirichlet(np.ones(t))
         nxt, rew, term, trunc, _ = env.step(act)
-        buffer.add(Batch(obs=obs, act=act, rew=0.1 * rew, terminated=term, truncated=trunc,
-                         obs_next=nxt, info={}))
+        buffer.add_rows(obs[None], act[None], np.array([0.1 * rew]), np.array([term]),
+                        np.array([trunc]), nxt[None])
         obs = nxt if not (term or trunc) else env.reset(seed=int(rng.integers(2**31)))[0]
     return buffer
 
 
 def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed: int = 0
-                        ) -> float:
-    """Seconds of one bare ``algorithm.update`` of ``method`` (see item 3): median of 5 blocks."""
+                        ) -> dict[str, float]:
+    """Seconds of one bare ``algorithm.update`` of ``method`` (item 3), wall and process CPU.
+
+    The algorithm is built as its training builds it, the buffer holds
+    ``max(4 × batch_size, 2000)`` transitions; each update samples a mini-batch and updates,
+    inside Tianshou's training-step context, as the loop calls it. Medians of 5 blocks of
+    ``repeats // 5`` updates (robust to a busy moment of the machine): ``{"wall_s", "cpu_s"}``.
+    """
     from tianshou.utils.torch_utils import policy_within_training_step
 
-    cfg = _config(method, hparams)
-    _, projection, td3, mode = LOOP_METHODS[method]
-    torch.manual_seed(seed)
-    env = gym.make("tsg/Screening-v1", instance_seed=0, invalid_action="project")
-    if projection == "sac":
-        from baselines.sac import build as build_sac
-        from tsg_envs.wrappers import SoftmaxAlphaProjection
-
-        algorithm, _ = build_sac(SoftmaxAlphaProjection(
-            gym.make("tsg/Screening-v1", instance_seed=0, invalid_action="raise"),
-            beta=cfg.beta), cfg)
-    else:
-        from baselines.alpha_ddpg import build
-
-        td3_kw = ({"policy_noise": cfg.policy_noise, "noise_clip": cfg.noise_clip,
-                   "update_actor_freq": cfg.update_actor_freq} if td3 else None)
-        algorithm, _ = build(env, cfg, projection, td3_kw)  # type: ignore[arg-type]
-    buffer = _filled_buffer(env, max(4 * cfg.batch_size, 2_000), seed)
-    policy = algorithm.policy
-    blocks = []
-    with policy_within_training_step(policy):
+    algorithm, cfg, _ = build_algorithm(method, hparams, seed=seed)
+    buffer = filled_buffer(max(4 * cfg.batch_size, 2_000), seed)
+    walls, cpus = [], []
+    block = max(1, repeats // 5)
+    with policy_within_training_step(algorithm.policy):
         for _ in range(10):
             algorithm.update(buffer, cfg.batch_size)
-        for _ in range(5):  # the median of 5 blocks: robust to a busy moment of the machine
-            t = time.perf_counter()
-            for _ in range(max(1, repeats // 5)):
+        for _ in range(5):
+            t, c = time.perf_counter(), time.process_time()
+            for _ in range(block):
                 algorithm.update(buffer, cfg.batch_size)
-            blocks.append((time.perf_counter() - t) / max(1, repeats // 5))
-    return float(statistics.median(blocks))
+            walls.append((time.perf_counter() - t) / block)
+            cpus.append((time.process_time() - c) / block)
+    return {"wall_s": float(statistics.median(walls)), "cpu_s": float(statistics.median(cpus))}
 
 
 def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, ...],
                 hparams: dict[str, Any], threads: int = 1, seed: int = 0,
-                bare_repeats: int = 500) -> list[dict[str, Any]]:
-    """Item 3: per method (and vector width), the loop's rates and its overhead ratio."""
-    from tianshou.algorithm.algorithm_base import Policy
+                bare_repeats: int = 500,
+                on_row: Callable[[list[dict[str, Any]]], None] | None = None
+                ) -> list[dict[str, Any]]:
+    """Item 3: per method (and vector width), the loop's rates and its overhead ratio.
 
-    from baselines.api import get_method
+    ``on_row(rows)`` is called after each row (the CLI saves the rows so far: a long run that
+    is stopped keeps what it measured).
 
-    Policy._compile()
+    Per row, the bare update is timed first (which also makes the process's one-off imports,
+    so that the run does not pay them), then the run. ``overhead_ratio`` compares process CPU
+    time, the fair measure on a shared machine: the run's (the whole ``train`` call, whose
+    set-up, the environment and the networks, is a fraction of a percent of it) per gradient
+    step against the bare update's. ``wall_ratio`` does the same with wall-clock time (the loop's
+    own clock, ``curve.csv``'s last ``wall_s``, from its first step to its end).
+    """
+    from baselines.api import RunConfig, get_method
+    from baselines.checkpoint import latest_checkpoint, read_checkpoint
+
     torch.set_num_threads(threads)
     rows = []
     for method in methods:
-        widths = num_envs if LOOP_METHODS[method][1] != "sac" else (1,)
+        widths = num_envs if _is_ddpg(method) else (1,)
         for n in widths:
+            bare = bare_update_seconds(method, hparams, bare_repeats, seed)
             tmp = Path(tempfile.mkdtemp(prefix="tsg-bench-"))
             hp = {**hparams, "eval_every": 0, "checkpoint_every": 10**9, "threads": threads,
-                  "num_envs": n, "keep_best": False}
+                  "keep_best": False, **({"num_envs": n} if _is_ddpg(method) else {})}
             run = RunConfig(algo=method, gradient_steps=grad_steps, seed=seed, out=tmp,
                             hparams=hp, progress=False)
             t, c = time.perf_counter(), time.process_time()
             get_method(method).train(run)
             wall, cpu = time.perf_counter() - t, time.process_time() - c
-            from baselines._torch_common import latest_checkpoint, load_checkpoint
-
-            state = load_checkpoint(latest_checkpoint(tmp))
+            state = read_checkpoint(latest_checkpoint(tmp)).state  # type: ignore[arg-type]
+            loop = _last_wall(tmp / "curve.csv")
             shutil.rmtree(tmp, ignore_errors=True)
-            # the bare update, timed right after the run, in the same conditions
-            bare = bare_update_seconds(method, hparams, bare_repeats, seed)
+            g, s = int(state["gradient_steps"]), int(state["step"])
             row = {
-                "method": method, "num_envs": n, "gradient_steps": int(state["gradient_steps"]),
-                "env_steps": int(state["step"]), "wall_s": wall, "cpu_s": cpu,
-                "env_steps_per_s": state["step"] / wall,
-                "gradient_steps_per_s": state["gradient_steps"] / wall,
-                "loop_s_per_gradient_step": wall / max(1, state["gradient_steps"]),
-                "bare_update_s": bare,
+                "method": method, "num_envs": n, "gradient_steps": g, "env_steps": s,
+                "wall_s": wall, "cpu_s": cpu, "loop_s": loop, "env_steps_per_s": s / loop,
+                "gradient_steps_per_s": g / loop, "loop_s_per_gradient_step": loop / max(1, g),
+                "cpu_s_per_gradient_step": cpu / max(1, g),
+                "bare_update_s": bare["wall_s"], "bare_update_cpu_s": bare["cpu_s"],
             }
-            row["overhead_ratio"] = row["loop_s_per_gradient_step"] / bare
+            row["overhead_ratio"] = row["cpu_s_per_gradient_step"] / bare["cpu_s"]
+            row["wall_ratio"] = row["loop_s_per_gradient_step"] / bare["wall_s"]
             rows.append(row)
-            print(f"  {method} x{n}: {wall:.1f} s for {row['gradient_steps']} gradient steps "
-                  f"({row['env_steps']} env steps); loop/bare = {row['overhead_ratio']:.2f}",
-                  flush=True)
+            if on_row is not None:
+                on_row(rows)
+            print(f"  {method} x{n}: loop {loop:.1f} s ({cpu:.1f} s CPU) for {g} gradient "
+                  f"steps ({s} env steps); loop / bare: CPU {row['overhead_ratio']:.2f}, wall "
+                  f"{row['wall_ratio']:.2f}", flush=True)
     return rows
+
+
+def _last_wall(curve: Path) -> float:
+    import csv
+
+    with curve.open(newline="") as f:
+        return float(list(csv.DictReader(f))[-1]["wall_s"])
+
+
+def _startup_child(method: str) -> None:
+    """The measured process of :func:`bench_startup`: prints its phases' seconds as JSON."""
+    t0 = time.perf_counter()
+    from baselines.api import RunConfig, get_method
+
+    get_method(method)  # the method's module (and Tianshou)
+    t1 = time.perf_counter()
+    run = RunConfig(algo=method)
+    run.make_env()
+    t2 = time.perf_counter()
+    algorithm, cfg, _ = build_algorithm(method, {})
+    t3 = time.perf_counter()
+    buffer = filled_buffer(cfg.batch_size, 0)
+    t4 = time.perf_counter()
+    from tianshou.utils.torch_utils import policy_within_training_step
+
+    with policy_within_training_step(algorithm.policy):
+        algorithm.update(buffer, cfg.batch_size)
+    t5 = time.perf_counter()
+    print(json.dumps({"method_import_s": t1 - t0, "env_s": t2 - t1, "build_s": t3 - t2,
+                      "first_update_s": t5 - t4, "unmeasured_s": t4 - t3}))
+
+
+def bench_startup(method: str = "alpha-ddpg", repeats: int = 3) -> dict[str, Any]:
+    """A fresh process's start-up: launch to the first gradient step done (median of repeats).
+
+    The process (``python -m benchmarks.training --startup-child METHOD``) imports the method,
+    makes the environment (LP and polytopes), builds the algorithm and takes one gradient step;
+    the time it spends filling a small buffer is left out. Reports the median total and the
+    phases of that run: ``python_s`` (the interpreter, torch, gymnasium and this module's
+    imports), ``method_import_s``, ``env_s``, ``build_s``, ``first_update_s``.
+    """
+    import subprocess
+    import sys
+
+    runs = []
+    root = Path(__file__).resolve().parent.parent  # benchmarks/ is not installed: run from here
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": path}
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "benchmarks.training", "--startup-child",
+                              method], capture_output=True, text=True, check=True, env=env,
+                             cwd=root)
+        total = time.perf_counter() - t
+        phases = json.loads(out.stdout.strip().splitlines()[-1])
+        measured = sum(phases.values())
+        runs.append({"startup_s": total - phases.pop("unmeasured_s"),
+                     "python_s": total - measured, **phases})
+    runs.sort(key=lambda r: r["startup_s"])
+    return {"method": method, "repeats": repeats, **runs[len(runs) // 2]}
+
+
+def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: int = 0
+                           ) -> dict[str, Any]:
+    """What the α-projection adds to alpha-ddpg's actor update and exploration step.
+
+    The actor update (:func:`baselines.ddpg.actor_loss`, backward, Adam step) on a mini-batch
+    of the default size, and the exploration step (``add_exploration_noise`` on one
+    observation, as the loop acts), each timed with the α-projection head and with the head
+    removed (the softmax point itself), alternating blocks of ``repeats // 10``, medians of
+    process CPU time.
+    ``projection_share`` is (with - without) / with; ``projection_added`` is with / without - 1.
+    """
+    from tianshou.data import Batch
+
+    from baselines.ddpg import LogitNoise, actor_loss
+
+    algorithm, cfg, env = build_algorithm("alpha-ddpg", hparams, seed=seed)
+    actor, critic, policy = algorithm.policy.actor, algorithm.critic, algorithm.policy
+    policy.set_exploration_noise(LogitNoise(0.1, np.random.default_rng(seed)))
+    buffer = filled_buffer(max(4 * cfg.batch_size, 2_000), seed)
+    batch, _ = buffer.sample(cfg.batch_size)
+    obs_BO = torch.as_tensor(batch.obs, dtype=torch.float32)
+    obs_1O = obs_BO[:1]
+    head = actor.projection
+    optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
+
+    def update() -> None:
+        loss = actor_loss(actor, critic, obs_BO, cfg.reg_weight)
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+
+    def explore() -> None:
+        with torch.no_grad():
+            policy.add_exploration_noise(actor.logits(obs_1O), Batch(obs=obs_1O))
+
+    out: dict[str, Any] = {"batch": cfg.batch_size}
+    for name, fn, reps in (("actor_update", update, repeats), ("explore", explore, 5 * repeats)):
+        times: dict[bool, list[float]] = {True: [], False: []}
+        block = max(1, reps // 10)
+        for _ in range(10):
+            for with_head in (True, False):
+                actor.projection = head if with_head else None
+                fn()
+                c = time.process_time()
+                for _ in range(block):
+                    fn()
+                times[with_head].append((time.process_time() - c) / block)
+        actor.projection = head
+        w, wo = statistics.median(times[True]), statistics.median(times[False])
+        out[f"{name}_s"], out[f"{name}_unprojected_s"] = w, wo
+        out[f"{name}_projection_share"] = (w - wo) / w
+        out[f"{name}_projection_added"] = w / wo - 1.0
+    out["projection_share"] = out["actor_update_projection_share"]
+    return out
 
 
 def loops_table(rows: list[dict[str, Any]]) -> str:
     """The loop benchmark as a Markdown table."""
-    lines = ["| method | days at once | gradient steps | env steps | wall | env steps/s | "
-             "gradient steps/s | loop per gradient step | bare update | loop / bare |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| method | days at once | gradient steps | env steps | loop (CPU) | env steps/s | "
+             "gradient steps/s | CPU per gradient step: loop | bare update | loop / bare "
+             "(CPU) | loop / bare (wall) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['method']} | {r['num_envs']} | {r['gradient_steps']:,} | {r['env_steps']:,} | "
-            f"{r['wall_s']:.1f} s | {r['env_steps_per_s']:,.0f} | "
-            f"{r['gradient_steps_per_s']:,.0f} | {r['loop_s_per_gradient_step'] * 1e3:.2f} ms | "
-            f"{r['bare_update_s'] * 1e3:.2f} ms | {r['overhead_ratio']:.2f} |")
+            f"{r['loop_s']:.1f} s ({r['cpu_s']:.1f} s) | {r['env_steps_per_s']:,.0f} | "
+            f"{r['gradient_steps_per_s']:,.0f} | {r['cpu_s_per_gradient_step'] * 1e3:.2f} ms | "
+            f"{r['bare_update_cpu_s'] * 1e3:.2f} ms | **{r['overhead_ratio']:.2f}** | "
+            f"{r['wall_ratio']:.2f} |")
     return "\n".join(lines)
+
+
+def startup_table(startup: dict[str, Any], share: dict[str, Any]) -> str:
+    """Start-up and the α-projection's share as a Markdown table, against the targets."""
+    s, p = startup, share
+    return "\n".join([
+        "| one-off or per-update cost | measured | target |",
+        "|---|---:|---:|",
+        f"| {s['method']} process start-up, launch to first gradient step (interpreter and "
+        f"imports {s['python_s']:.1f} s, method {s['method_import_s']:.1f} s, environment "
+        f"{s['env_s']:.1f} s, algorithm {s['build_s']:.1f} s, first update "
+        f"{s['first_update_s']:.2f} s) | {s['startup_s']:.1f} s | "
+        f"≤ {TARGETS['startup_s']:.0f} s |",
+        f"| α-projection's share of an actor update (batch {p['batch']}: "
+        f"{p['actor_update_s'] * 1e3:.2f} ms, {p['actor_update_unprojected_s'] * 1e3:.2f} ms "
+        f"without) | {p['actor_update_projection_share']:.0%} | "
+        f"≤ {TARGETS['projection_share']:.0%} |",
+        f"| α-projection's share of an exploration step (one observation: "
+        f"{p['explore_s'] * 1e6:.0f} µs, {p['explore_unprojected_s'] * 1e6:.0f} µs without) | "
+        f"{p['explore_projection_share']:.0%} | |",
+    ])
+
+
+def loops_block(payload: dict[str, Any]) -> str:
+    """The README/docs ``loops`` block from ``--loops --json``'s file."""
+    cfg = payload["config"]
+    text = loops_table(payload["loops"])
+    if payload.get("startup") and payload.get("projection_share"):
+        text += "\n\n" + startup_table(payload["startup"], payload["projection_share"])
+    return text + (f"\n\n({payload['machine']}; {cfg['grad_steps']:,} gradient steps per run; "
+                   f"target loop / bare ≤ {TARGETS['overhead_ratio']}; "
+                   "`results/bench_loops.json` from "
+                   "`python -m benchmarks.training --loops --json results/bench_loops.json`)")
 
 
 def _fit(rows: list[dict[str, Any]]) -> tuple[float, float] | None:
@@ -336,12 +521,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--threads", type=cli_int(1), default=1)
     p.add_argument("--loops", action="store_true",
                    help="only the loop benchmark (item 3): rates and overhead per method")
-    p.add_argument("--methods", nargs="+", default=list(LOOP_METHODS),
-                   help="methods of the loop benchmark (default: all off-policy ones)")
+    p.add_argument("--methods", nargs="+", default=list(DEFAULT_LOOP_METHODS),
+                   choices=LOOP_METHODS, metavar="METHOD",
+                   help=f"methods of the loop benchmark, of {', '.join(LOOP_METHODS)} "
+                   f"(default {' '.join(DEFAULT_LOOP_METHODS)})")
     p.add_argument("--num-envs", type=cli_int(1), nargs="+", default=[1, 8],
                    help="vector widths of the loop benchmark (DDPG family; default 1 8)")
     p.add_argument("--json", type=Path, help="also write the results here")
+    p.add_argument("--startup-child", metavar="METHOD", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.startup_child:  # the measured process of bench_startup
+        _startup_child(args.startup_child)
+        return {}
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # cvxpylayers/numpy 2 noise
     cfg = BenchConfig(threads=args.threads)
     if args.quick:
@@ -374,10 +565,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result["config"].update(grad_steps=steps, num_envs=list(args.num_envs),
                                 methods=list(args.methods), hparams=hp)
         print(f"\ntraining loops, {steps} gradient steps each:", flush=True)
+        def save(rows: list[dict[str, Any]]) -> None:
+            if args.json:
+                args.json.parent.mkdir(parents=True, exist_ok=True)
+                args.json.write_text(json.dumps({**result, "loops": rows}, indent=2))
+
         rows = bench_loops(tuple(args.methods), steps, tuple(args.num_envs), hp,
-                           threads=cfg.threads, bare_repeats=50 if args.quick else 1000)
+                           threads=cfg.threads, bare_repeats=50 if args.quick else 1000,
+                           on_row=save)
         result["loops"] = rows
-        print("\n" + loops_table(rows))
+        print("\nstart-up and the α-projection's share:", flush=True)
+        result["startup"] = bench_startup("alpha-ddpg", repeats=1 if args.quick else 5)
+        result["projection_share"] = bench_projection_share(
+            hp, repeats=20 if args.quick else 500)
+        print("\n" + loops_block(result))
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(result, indent=2))

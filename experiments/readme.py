@@ -132,13 +132,10 @@ def _bench(name: str) -> Generator:
 
 
 def _loops(root: Path) -> str:
-    from benchmarks.training import loops_table
+    from benchmarks.training import loops_block
 
-    payload = json.loads((root / "results" / "bench_loops.json").read_text(encoding="utf-8"))
-    cfg = payload["config"]
-    return (loops_table(payload["loops"]) + f"\n\n({payload['machine']}; "
-            f"{cfg['grad_steps']:,} gradient steps per run; `results/bench_loops.json` from "
-            "`python -m benchmarks.training --loops --json results/bench_loops.json`)")
+    return loops_block(json.loads((root / "results" / "bench_loops.json").read_text(
+        encoding="utf-8")))
 
 
 def _bracket_payloads(root: Path) -> tuple[dict | None, dict | None, dict | None]:

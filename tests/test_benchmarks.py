@@ -87,6 +87,8 @@ def test_training_bench_quick_smoke(tmp_path: Path) -> None:
 def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("tianshou")
+    import json
+
     from benchmarks.training import main as bench_main
 
     result = bench_main(["--loops", "--quick", "--methods", "alpha-ddpg", "--num-envs", "1", "2",
@@ -97,5 +99,23 @@ def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
         assert r["gradient_steps"] == 20
         # 200 warm-up steps, then 2 environment steps per gradient step (n days at a time)
         assert 240 <= r["env_steps"] <= 240 + r["num_envs"] - 1
-        assert r["overhead_ratio"] > 0 and r["bare_update_s"] > 0
-    assert (tmp_path / "loops.json").is_file()
+        assert r["overhead_ratio"] == pytest.approx(
+            r["cpu_s"] / r["gradient_steps"] / r["bare_update_cpu_s"])
+        assert r["wall_ratio"] == pytest.approx(
+            r["loop_s"] / r["gradient_steps"] / r["bare_update_s"])
+        assert 0 < r["loop_s"] <= r["wall_s"]  # the loop's own clock, inside the train call
+    # start-up: the phases the child measured add up to no more than the whole launch
+    s = result["startup"]
+    assert s["method"] == "alpha-ddpg" and s["python_s"] > 0
+    assert s["startup_s"] == pytest.approx(s["python_s"] + s["method_import_s"] + s["env_s"]
+                                           + s["build_s"] + s["first_update_s"])
+    p = result["projection_share"]
+    for step in ("actor_update", "explore"):
+        assert p[f"{step}_s"] > 0 and p[f"{step}_unprojected_s"] > 0
+        assert p[f"{step}_projection_share"] == pytest.approx(
+            1 - p[f"{step}_unprojected_s"] / p[f"{step}_s"])
+    from benchmarks.training import loops_block
+
+    payload = json.loads((tmp_path / "loops.json").read_text())
+    block = loops_block(payload)
+    assert "| alpha-ddpg | 2 | 20 |" in block and "process start-up" in block

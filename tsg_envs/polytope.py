@@ -215,6 +215,8 @@ class _DenseModels:
         self._h = h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("random_seed", 0)
+        h.setOptionValue("threads", 1)  # as highs.model: HiGHS fails a model whose thread
+        # count differs from the one its process's first run set
 
     def solve(self, cost: np.ndarray, a: np.ndarray, row_lo: np.ndarray, row_hi: np.ndarray,
               col_lo: np.ndarray, col_hi: np.ndarray, hessian_diag: np.ndarray | None = None

@@ -86,7 +86,7 @@ def _train_adaptive(cfg: PaperConfig, setting: Setting, inst: int,
     The unit's run folder is emptied first: a training interrupted with its unit starts again
     rather than resume, so every unit is one uninterrupted training (a resume without the
     replay buffer trains differently, and checkpoints with it take gigabytes per unit). The
-    finished run stays (its checkpoint, ``best.pt`` and learning curve).
+    finished run stays (its checkpoint, ``best.safetensors`` and learning curve).
     """
     import shutil
 
