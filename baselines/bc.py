@@ -69,7 +69,7 @@ class BCConfig:
     """Days collected in memory when ``dataset`` is empty."""
     hidden_sizes: tuple[int, ...] = (128, 128)
     """Hidden widths of the MLP."""
-    lr: float = 1e-3
+    lr: float = 3e-3
     """Adam learning rate."""
     batch_size: int = 256
     """Expert steps per mini-batch."""

@@ -1,4 +1,4 @@
-"""Offline data: ``python -m leaderboard dataset`` (Minari) and the ``bc`` baseline that reads it."""
+"""Offline data: ``python -m leaderboard dataset`` (Minari) and the ``bc`` baseline reading it."""
 
 from __future__ import annotations
 
@@ -221,3 +221,64 @@ def test_accepted_dataset_ids_stay_inside_the_root(text):
     path = (root / text).resolve()
     assert path.is_relative_to(root) and path != root
     assert ".." not in Path(text).parts and not text.startswith("/")
+
+
+# The offline agent ------------------------------------------------------------------------------
+def _bc_run(tmp_path: Path, **hparams):
+    from baselines.api import RunConfig
+
+    return RunConfig(algo="bc", env_id=ENV_ID, instance_seed=1, gradient_steps=40, seed=0,
+                     out=tmp_path / "bc", progress=False,
+                     hparams={"dataset": DATASET, "hidden_sizes": "16,16", "log_every": "10",
+                              **hparams})
+
+
+def test_bc_learns_from_the_dataset_alone_and_plays_feasibly(two_days, tmp_path, monkeypatch):
+    import csv
+
+    from baselines.api import get_method
+    from tsg_envs.rollout import rollout
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(two_days[0]))
+    method = get_method("bc")
+    assert method.learned
+    run = _bc_run(tmp_path)
+    agent = method.train(run)
+    with (run.out / "curve.csv").open() as f:
+        losses = [float(r["actor_loss"]) for r in csv.DictReader(f)]
+    assert len(losses) == 4 and losses[-1] < losses[0]
+    env = gym.make(ENV_ID, instance_seed=1)
+    stats = rollout(env, agent, seed=10_000)  # an evaluation day, not a dataset day
+    assert stats.proposed_violations == 0 and stats.executed_violations == 0
+    # Feasible by construction: even untrained weights play inside every polytope.
+    from baselines.bc import BCConfig, BCPolicy
+
+    torch = pytest.importorskip("torch")
+    policy = BCPolicy(env, BCConfig(hidden_sizes=(8,)))
+    with torch.no_grad():
+        for p in policy.net.parameters():
+            p.normal_(0, 30)
+    obs, info = env.reset(seed=5)
+    polys = env.unwrapped.polytopes
+    cats = np.arange(polys.A_ub.shape[0])
+    obs_b = np.repeat(obs[None], len(cats), axis=0)
+    y = policy(obs_b, torch.as_tensor(cats)).detach().numpy()
+    assert polys.violation(y, cats).max() <= FEASIBILITY_TOL
+    # The checkpoint is safetensors and loads back to the identical policy.
+    assert (run.out / "best.safetensors").is_file()
+    again = method.load(run.out, env)
+    np.testing.assert_array_equal(again.act_batch(obs_b, []), agent.act_batch(obs_b, []))
+    # A finished run is loaded, not retrained; another run's folder is refused.
+    assert method.train(run).act(obs, info).tolist() == agent.act(obs, info).tolist()
+    with pytest.raises(ValueError, match="another run"):
+        method.train(_bc_run(tmp_path, lr="0.1"))
+
+
+def test_bc_refuses_a_dataset_of_another_instance(two_days, tmp_path, monkeypatch):
+    from baselines.api import RunConfig, get_method
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(two_days[0]))
+    run = RunConfig(algo="bc", env_id=ENV_ID, instance_seed=0, gradient_steps=2, seed=0,
+                    out=tmp_path, progress=False, hparams={"dataset": DATASET})
+    with pytest.raises(ValueError, match="holds days of"):
+        get_method("bc").train(run)
