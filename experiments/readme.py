@@ -260,8 +260,8 @@ def _offline_data(root: Path) -> str:
         lines.append(f"| `{r['dataset_id']}` | {r['expert']} | {r['days']} | {r['steps']:,} "
                      f"| {r['mean_wait']:.2f} | {r['bytes'] / 1e6:.1f} | `{h5[:16]}…` "
                      f"| `{r['content_sha256'][:16]}…` | {r['cpu_s']:.0f} |")
-    lines += ["", f"(instance 0, training days 0–{payload['days'] - 1} of run seed 0; "
-              f"{_machine(payload)}, a shared machine; full digests in "
+    lines += ["", "(instance 0, training days 0 to days − 1 of run seed 0; CPU s: collecting "
+              f"and writing, {_machine(payload)}, a shared machine; full digests in "
               f"`results/offline/datasets.json` from `{payload['command']}`)"]
     return "\n".join(lines)
 
