@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_DAYS", "DEFAULT_BC_STEPS", "bc_rows", "main"]
 #: Days per named dataset by default (the command takes a few hundred as well).
 DEFAULT_DAYS = 20
 #: BC's default budget (gradient steps) per seed.
-DEFAULT_BC_STEPS = 3_000
+DEFAULT_BC_STEPS = 2_000
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "offline"
 RUNS = ROOT / "runs" / "offline" / "bc"
