@@ -131,6 +131,7 @@ METHOD_MODULES: dict[str, str] = {
     "centre": "baselines.centre",
     "sac": "baselines.sac",
     "ppo": "baselines.ppo",
+    "bc": "baselines.bc",
 }
 
 

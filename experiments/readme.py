@@ -34,6 +34,8 @@ headline       the main job, the quick board, fig 1  (the three above)
 loop-output    the README's python block above it    (code: run as written)
 vector-output  the README's python block above it    (code: run as written)
 test-time      ``results/bench_tests.json``          ``python -m benchmarks.tests``
+offline-data   ``results/offline/datasets.json``     ``python -m experiments.offline``
+offline-bc     ``results/offline/bc.json``           ``python -m experiments.offline``
 =============  ====================================  ===========================================
 """
 
@@ -274,6 +276,55 @@ def _test_time(root: Path) -> str:
     return block_text(json.loads(path.read_text(encoding="utf-8")))
 
 
+def _machine(payload: dict) -> str:
+    hw = (payload.get("machine") or {}).get("hardware") or {}
+    return f"{hw.get('processor') or 'unknown CPU'}, {hw.get('cpu_count')} CPUs"
+
+
+def _offline_data(root: Path) -> str:
+    path = root / "results" / "offline" / "datasets.json"
+    if not path.exists():
+        return "(not generated yet: `python -m experiments.offline`)"
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    lines = ["| dataset id | expert | days | steps | expert's mean wait, min | size, MB "
+             "| `main_data.hdf5` sha256 | content sha256 | CPU s |",
+             "|---|---|---:|---:|---:|---:|---|---|---:|"]
+    for r in payload["datasets"]:
+        h5 = r["files"]["main_data.hdf5"]["sha256"]
+        lines.append(f"| `{r['dataset_id']}` | {r['expert']} | {r['days']} | {r['steps']:,} "
+                     f"| {r['mean_wait']:.2f} | {r['bytes'] / 1e6:.1f} | `{h5[:16]}…` "
+                     f"| `{r['content_sha256'][:16]}…` | {r['cpu_s']:.0f} |")
+    lines += ["", "(instance 0, training days 0 to days − 1 of run seed 0; CPU s: collecting "
+              f"and writing, {_machine(payload)}, a shared machine; full digests in "
+              f"`results/offline/datasets.json` from `{payload['command']}`)"]
+    return "\n".join(lines)
+
+
+def _offline_bc(root: Path) -> str:
+    path = root / "results" / "offline" / "bc.json"
+    if not path.exists():
+        return "(not computed yet: `python -m experiments.offline`)"
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    lines = ["| learned from | expert's wait, min | BC's wait, min | BC vs its expert "
+             "(mean [min, max] over seeds) | expert vs LP | BC vs LP | violations | train CPU s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in payload["rows"]:
+        rv = r["ratio_vs_expert"]
+        lp = [s["ratio_vs_lp"] for s in r["bc"].values()]
+        viol = sum(s["proposed_violations"] for s in r["bc"].values())
+        lines.append(f"| `{r['dataset_id']}` | {r['expert_mean_wait']:.2f} "
+                     f"| {r['bc_mean_wait']:.2f} | {rv['mean']:.2f} [{rv['min']:.2f}, "
+                     f"{rv['max']:.2f}] | {r['expert_ratio_vs_lp']:.2f} "
+                     f"| {sum(lp) / len(lp):.2f} | {viol} | {r['train_cpu_s']:.0f} |")
+    r0 = payload["rows"][0]
+    days = r0["eval_days"]
+    lines += ["", f"(ratios: reference wait / BC wait on the same day, averaged over "
+              f"{len(days)} evaluation days {days[0]}–{days[-1]}; {len(r0['seeds'])} seeds of "
+              f"{r0['gradient_steps']:,} gradient steps each; {_machine(payload)}, a shared "
+              f"machine; `results/offline/bc.json` from `{payload['command']}`)"]
+    return "\n".join(lines)
+
+
 #: Every README and docs block: name -> generator of its text from the committed sources.
 BLOCKS: dict[str, Generator] = {
     **board.BLOCKS,
@@ -293,6 +344,8 @@ BLOCKS: dict[str, Generator] = {
     "loop-output": _output_of("loop-output"),
     "vector-output": _output_of("vector-output"),
     "test-time": _test_time,
+    "offline-data": _offline_data,
+    "offline-bc": _offline_bc,
 }
 
 

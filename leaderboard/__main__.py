@@ -33,6 +33,10 @@ Subcommands:
   ``python -m experiments.readme`` from the repository's root.
 * The paper's experiments moved out of the package: ``python -m experiments.paper`` from the
   repository's root (``paper`` here only says so).
+* ``dataset --agent NAME --env ID --days N --dataset-id ID [--instance I] [--seed S]`` writes
+  a Minari dataset of N expert days (``lp``, ``slack-guided``, ``clairvoyant`` or a baseline
+  with ``--checkpoint``) under ``MINARI_DATASETS_PATH`` (:mod:`leaderboard.datasets`); its
+  mistakes, like ``evaluate``'s, exit 2 with one line before anything runs.
 * ``suites`` lists the suites; ``schema`` prints the result JSON Schema.
 """
 
@@ -407,6 +411,56 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_dataset(args: argparse.Namespace) -> int:
+    import gymnasium as gym
+
+    import tsg_envs  # noqa: F401  (registers the ids)
+
+    try:
+        from leaderboard import datasets
+    except ImportError as err:  # pragma: no cover - the module imports nothing optional
+        return _usage(str(err))
+    try:
+        import minari  # noqa: F401
+    except ImportError:
+        return _usage(f"python -m leaderboard dataset needs minari: {datasets.MINARI_EXTRA}")
+    from baselines.experts import check_expert
+
+    try:
+        spec = gym.spec(args.env)
+    except gym.error.Error:
+        return _usage(f"--env {args.env} is not a registered id")
+    if not spec.id.startswith("tsg/"):
+        return _usage(f"--env {args.env} is not a tsg-envs id")
+    try:
+        datasets.check_dataset_id(args.dataset_id)
+        datasets.check_days(args.seed, args.days)
+        check_expert(args.agent, args.checkpoint)
+    except ValueError as err:
+        return _usage(str(err))
+    target = datasets.dataset_path(args.dataset_id)
+    if target.exists() and not args.force:
+        return _usage(f"dataset {args.dataset_id} exists at {target}: pass --force to replace "
+                      "it or choose another --dataset-id")
+    problem = _out_problem(str(datasets.datasets_root()))
+    if problem:
+        return _usage(problem.replace("--out", "MINARI_DATASETS_PATH"))
+    wrap = None
+    if not args.no_progress:
+        from tqdm.auto import tqdm
+
+        def wrap(it: Any) -> Any:
+            return tqdm(it, desc=args.agent, unit="day")
+
+    row = datasets.write_dataset(args.dataset_id, args.env, args.agent, args.days,
+                                 instance_seed=args.instance, seed=args.seed,
+                                 checkpoint=args.checkpoint, force=args.force, progress=wrap)
+    print(f"wrote {row['dataset_id']} at {target}: {row['episodes']} days, {row['steps']} "
+          f"steps, {row['bytes']:,} bytes, expert mean wait {row['mean_wait']:.3f} min, "
+          f"content sha256 {row['content_sha256']}")
+    return 0
+
+
 def _cmd_suites(args: argparse.Namespace) -> int:
     from leaderboard.suites import SUITES
     from tsg_envs.seeds import LEADERBOARD_SEED_BASE
@@ -623,6 +677,23 @@ def main(argv: list[str] | None = None) -> int:
                     "its episodes under the current rules and record its days explicitly "
                     "(after a change of the rules; the episodes are never touched)")
     sg.set_defaults(func=_cmd_sign)
+
+    ds = sub.add_parser("dataset", help="write a Minari dataset of an expert's days (under "
+                        "MINARI_DATASETS_PATH; minari.load_dataset reads it)")
+    ds.add_argument("--agent", required=True,
+                    help="the expert: lp, slack-guided, clairvoyant (the bracket's plan of each "
+                    "day) or a baseline name (a learned one with --checkpoint)")
+    ds.add_argument("--env", required=True, help="registered id, e.g. tsg/Screening-v1")
+    ds.add_argument("--days", required=True, type=cli_int(1), help="days to collect")
+    ds.add_argument("--dataset-id", required=True,
+                    help="Minari id, (namespace/)name-vN, e.g. tsg/window-10f-v2/lp-v0")
+    ds.add_argument("--instance", type=cli_int(0), default=0, help="instance seed (default 0)")
+    ds.add_argument("--seed", type=cli_int(0), default=0,
+                    help="run seed: the days are its training days (default 0)")
+    ds.add_argument("--checkpoint", default=None, help="a learned expert's checkpoint")
+    ds.add_argument("--force", action="store_true", help="replace an existing dataset")
+    ds.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ds.set_defaults(func=_cmd_dataset)
 
     sub.add_parser("suites", help="list the suites").set_defaults(func=_cmd_suites)
     sub.add_parser("schema", help="print the result JSON Schema").set_defaults(func=_cmd_schema)

@@ -26,6 +26,8 @@ TINY_BUDGET = {
             "--set", "repeat=1", *_SMALL],
     "l2-ddpg": ["--gradient-steps", "2", "--set", "warmup_steps=100", "--set", "batch_size=4",
                 *_SMALL],
+    # Behaviour cloning: one slack-guided day collected in memory, a few mini-batches.
+    "bc": ["--gradient-steps", "5", "--set", "expert_days=1", "--set", "hidden_sizes=16,16"],
     # CMA-ES: no gradient steps; one generation of two candidates on one day.
     "es-guided": ["--set", "generations=1", "--set", "popsize=2", "--set", "days_per_generation=1",
                   "--set", "validation_days=0"],

@@ -101,7 +101,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_site_builds_strictly_with_every_page(site: Path) -> None:
     for page in ("index", "model", "environments", "vector", "duel", "baselines", "board",
-                 "submissions", "bracket", "paper", "benchmarks", "api", "changelog"):
+                 "submissions", "bracket", "datasets", "paper", "benchmarks", "api",
+                 "changelog"):
         assert (site / f"{page}.html").is_file(), page
     for family in tsg_envs.registration.FAMILIES:
         text = (site / "environments" / f"{family}.html").read_text()
