@@ -240,8 +240,9 @@ class ScreeningDay:
 
     The state ⟨c, ξ, h, τ⟩ is held in ``queues`` (ξ, drained to the current passenger's
     arrival), ``history`` (h), ``index`` (which passenger is waiting), ``clock`` (τ) and the
-    arrivals. ``backlog`` (ξ_r / f_r) and ``team_waits`` (w_t) are kept current after every
-    drain so that faces read them without recomputing.
+    arrivals. ``minutes`` (R + T: the backlog ξ_r / f_r, then the team waits w_t, as the env's
+    observation lays them out), with ``backlog`` and ``team_waits`` views of it, is kept current
+    after every drain so that faces read them without recomputing.
     """
 
     def __init__(self, game: Game, queue_mode: QueueMode = "expected") -> None:
