@@ -173,6 +173,24 @@ def test_hand_computed_day_expected_mode() -> None:
         env.step(HAND_ACTIONS[0])
 
 
+def test_day_minutes_are_backlog_then_waits_as_the_observation_lays_them_out() -> None:
+    """The day's one array of minutes: ξ_r / f_r, then each team's max over its members."""
+    env = _tiny_env(queue_mode="expected")
+    env.reset(seed=0, options={"arrivals": arrivals(**HAND_DAY)})
+    day = env.day
+    env.step(HAND_ACTIONS[0])
+    env.step(HAND_ACTIONS[1])
+    # Second row of test_hand_computed_day_expected_mode: backlog [2, 3] minutes; team 0 is
+    # resource 0 alone (2), team 1 both resources (max 3).
+    np.testing.assert_array_equal(day.minutes, [2.0, 3.0, 2.0, 3.0])
+    np.testing.assert_array_equal(day.backlog, [2.0, 3.0])
+    np.testing.assert_array_equal(day.team_waits, [2.0, 3.0])
+    np.testing.assert_array_equal(day.queues, [1.0, 0.75])
+    obs = env.observation()
+    lay = env.obs_layout
+    np.testing.assert_array_equal(obs[lay["backlog"].start:lay["waits"].stop], day.minutes)
+
+
 def test_hand_computed_day_sampled_mode() -> None:
     env = _tiny_env(queue_mode="sampled")
     lay = env.obs_layout

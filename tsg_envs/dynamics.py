@@ -240,8 +240,9 @@ class ScreeningDay:
 
     The state ⟨c, ξ, h, τ⟩ is held in ``queues`` (ξ, drained to the current passenger's
     arrival), ``history`` (h), ``index`` (which passenger is waiting), ``clock`` (τ) and the
-    arrivals. ``backlog`` (ξ_r / f_r) and ``team_waits`` (w_t) are kept current after every
-    drain so that faces read them without recomputing.
+    arrivals. ``minutes`` (R + T: the backlog ξ_r / f_r, then the team waits w_t, as the env's
+    observation lays them out), with ``backlog`` and ``team_waits`` views of it, is kept current
+    after every drain so that faces read them without recomputing.
     """
 
     def __init__(self, game: Game, queue_mode: QueueMode = "expected") -> None:
@@ -261,6 +262,12 @@ class ScreeningDay:
         # The same indices column by column: w = max over columns of backlog[column] (exact, and
         # a few small numpy calls instead of a fancy index plus an axis reduction).
         self._team_cols = [np.ascontiguousarray(self._team_idx[:, j]) for j in range(width)]
+        # The same columns after the identity: one max over them gives [backlog, waits] in one
+        # array (``minutes``), which the env copies into its observation in one write.
+        r = game.n_resources
+        self._r = r
+        self._minutes_cols = [np.concatenate([np.arange(r), col]) for col in self._team_cols]
+        self._expected = queue_mode == "expected"
         self._zeros = np.zeros(game.n_resources)
         self._drains: list[np.ndarray] = []
         self.arrivals: Arrivals | None = None
@@ -289,14 +296,19 @@ class ScreeningDay:
         return self._n
 
     def _refresh(self) -> None:
-        """Recompute ``backlog`` (ξ_r / f_r) and ``team_waits`` (max over members) from queues."""
+        """Recompute ``minutes`` (backlog ξ_r / f_r, then team waits) from the queues."""
         backlog = self.queues / self._rates
-        cols = self._team_cols
-        waits = backlog[cols[0]]
+        cols = self._minutes_cols
+        minutes = backlog.take(cols[0])
         for col in cols[1:]:
-            np.maximum(waits, backlog[col], out=waits)
-        self.backlog = backlog
-        self.team_waits = waits
+            np.maximum(minutes, backlog.take(col), out=minutes)
+        self.minutes = minutes
+        self.team_waits = minutes[self._r:]
+
+    @property
+    def backlog(self) -> np.ndarray:
+        """ξ_r / f_r, minutes, (R,) (a view of ``minutes``, rebuilt by every step)."""
+        return self.minutes[: self._r]
 
     # State ---------------------------------------------------------------------------
     def reset(self, arrivals: Arrivals) -> None:
@@ -392,14 +404,17 @@ class ScreeningDay:
         Returns:
             The :class:`StepResult` of this passenger.
         """
-        if self.index >= self._n:
+        i = self.index
+        if i >= self._n:
             raise RuntimeError("the day is over: reset before stepping")
         queues_before = self.queues
         waits = self.team_waits
-        if self.queue_mode == "expected":
-            # ndarray.dot: the same BLAS products as ``@`` without the gufunc overhead.
+        if self._expected:
+            # ndarray.dot: the same BLAS products as ``@`` without the gufunc overhead; the load
+            # is added to the queues in place (x + y == y + x: the same sums as before).
             wait = float(allocation.dot(waits))
-            queues = queues_before + allocation.dot(self._members)
+            queues = allocation.dot(self._members)
+            queues += queues_before
             team = -1
         else:
             if rng is None:
@@ -410,14 +425,22 @@ class ScreeningDay:
             wait = float(waits[team])
             queues = queues_before.copy()
             queues[self._member_lists[team]] += 1.0
-        self._history[self._cats[self.index]] += 1
-        self.index += 1
-        if self.index < self._n:
-            queues -= self._drains[self.index - 1]
+        self._history[self._cats[i]] += 1
+        i += 1
+        self.index = i
+        if i < self._n:
+            queues -= self._drains[i - 1]
             np.maximum(queues, self._zeros, out=queues)
-            self.clock = self._times[self.index]
+            self.clock = self._times[i]
         self.queues = queues
-        self._refresh()
+        # _refresh, inline (the hot path of every face).
+        backlog = queues / self._rates
+        cols = self._minutes_cols
+        minutes = backlog.take(cols[0])
+        for col in cols[1:]:
+            np.maximum(minutes, backlog.take(col), out=minutes)
+        self.minutes = minutes
+        self.team_waits = minutes[self._r:]
         # tuple.__new__ skips the named tuple's Python-level __new__ (same object, less overhead).
         return _tuple_new(StepResult, (queues_before, waits, wait, team))
 

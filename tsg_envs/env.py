@@ -8,6 +8,7 @@ corrections and contract of this project's SPEC (§2-§3).
 from __future__ import annotations
 
 import math
+from operator import sub as _sub
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -316,6 +317,7 @@ class ScreeningEnv(gym.Env):
         # Per-category risk rows as a list (no view per step) and Python floats for the hot path.
         self._a_risk_list = list(self._a_risk)
         self._b_risk_list = list(self._b_risk)
+        self._b_risk_py = [row.tolist() for row in self._b_risk]
         self._inv_expected_list = self._inv_expected.tolist()
         # Largest |coefficient| of each category's risk rows (bounds |a·π| for π ≥ 0, Σπ ≈ 1).
         self._row_scale_list = np.abs(self._a_risk).max(axis=(1, 2)).tolist()
@@ -341,8 +343,9 @@ class ScreeningEnv(gym.Env):
         self._obs_buf = np.zeros(start, dtype=np.float32)
         self._onehot_pos = 0
         self._category_start = self.obs_layout["category"].start
-        self._backlog_slice = self.obs_layout["backlog"]
-        self._waits_slice = self.obs_layout["waits"]
+        # backlog and waits are adjacent: the day's ``minutes`` fill both in one write.
+        self._minutes_slice = slice(self.obs_layout["backlog"].start,
+                                    self.obs_layout["waits"].stop)
         self._history_slice = self.obs_layout["history"]
         self._history_start = self._history_slice.start
         self._clock_pos = self.obs_layout["clock"].start
@@ -379,7 +382,8 @@ class ScreeningEnv(gym.Env):
                     total = math.fsum(p)
                 except (OverflowError, ValueError):
                     total = math.nan
-                rows = max((self._a_risk_list[c].dot(a) - self._b_risk_list[c]).tolist())
+                # The same differences as numpy's, one float at a time (no array built).
+                rows = max(map(_sub, self._a_risk_list[c].dot(a).tolist(), self._b_risk_py[c]))
                 dev = abs(total - 1.0)  # NaN (some entry is NaN) fails the test below
                 if dev <= FEASIBILITY_TOL and rows <= FEASIBILITY_TOL:
                     viol = max(0.0, rows, dev)
@@ -447,13 +451,21 @@ class ScreeningEnv(gym.Env):
                  ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Screen the waiting passenger (category ``c``) with ``executed``; the step's return."""
         day = self._day
-        result = day.step(executed, self.np_random)
+        result = day.step(executed, self._np_random)
         wait = result.wait
         self._last_wait = wait
         # The observation changes only where the state did: the history entry of the category
-        # just screened is updated here, the rest is written by _write_state().
-        self._obs_buf[self._history_start + c] = day.screened(c) * self._inv_expected_list[c]
+        # just screened, the one-hot, the minutes (backlog, then waits) and the clock.
+        buf = self._obs_buf
+        buf[self._history_start + c] = day.screened(c) * self._inv_expected_list[c]
         nxt, theta, flight, clock = day.waiting()
+        buf[self._onehot_pos] = 0.0
+        if nxt >= 0:
+            pos = self._category_start + nxt
+            buf[pos] = 1.0
+            self._onehot_pos = pos
+        buf[self._minutes_slice] = day.minutes
+        buf[self._clock_pos] = min(clock / self._day_length, 1.0)
         info = {
             "category": nxt,
             "theta": theta,
@@ -466,7 +478,7 @@ class ScreeningEnv(gym.Env):
             "executed_action": executed,
             "team": result.team,
         }
-        return self._write_state(nxt), -wait - penalty, nxt < 0, False, info
+        return buf.copy(), -wait - penalty, nxt < 0, False, info
 
     def check_action(self, action: Any) -> float:
         """Check a proposal for the waiting passenger as :meth:`step` would, without stepping.
@@ -575,8 +587,7 @@ class ScreeningEnv(gym.Env):
         self._onehot_pos = self._category_start + c if c >= 0 else self._category_start
         if c >= 0:
             buf[self._onehot_pos] = 1.0
-        buf[self._backlog_slice] = day.backlog
-        buf[self._waits_slice] = day.team_waits
+        buf[self._minutes_slice] = day.minutes
         buf[self._clock_pos] = min(day.clock / self._day_length, 1.0)
         return buf.copy()
 
