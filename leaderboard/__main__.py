@@ -319,7 +319,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def _cmd_key(args: argparse.Namespace) -> int:
     import base64
 
-    from leaderboard.signing import public_bytes, key_id, key_path, load_key
+    from leaderboard.signing import key_id, key_path, load_key, public_bytes
 
     try:
         public = public_bytes(load_key(create=True))
