@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from typing import Any
 
 import highspy
 import numpy as np
 from scipy import sparse
 from scipy.sparse import linalg as sparse_linalg
 
-__all__ = ["silence_banner", "model", "run", "solve", "vertex_objective"]
+__all__ = ["silence_banner", "model", "pass_model", "run", "solve", "vertex_objective"]
 
 
 @functools.cache
@@ -90,20 +91,26 @@ def model(
     lp.a_matrix_.start_ = csc.indptr.astype(np.int32)
     lp.a_matrix_.index_ = csc.indices.astype(np.int32)
     lp.a_matrix_.value_ = csc.data.astype(float)
+    pass_model(h, lp, hessian_diag)
+    return h
+
+
+def pass_model(h: Any, lp: Any, hessian_diag: Any = None) -> None:
+    """Hand ``lp`` to the HiGHS object ``h``, with a diagonal Hessian ``hessian_diag`` if given."""
     if hessian_diag is None:
         h.passModel(lp)
-    else:
-        full = highspy.HighsModel()
-        full.lp_ = lp
-        hess = highspy.HighsHessian()
-        hess.dim_ = n
-        hess.format_ = highspy.HessianFormat.kTriangular
-        hess.start_ = np.arange(n + 1, dtype=np.int32)
-        hess.index_ = np.arange(n, dtype=np.int32)
-        hess.value_ = np.asarray(hessian_diag, dtype=float)
-        full.hessian_ = hess
-        h.passModel(full)
-    return h
+        return
+    n = len(hessian_diag)
+    full = highspy.HighsModel()
+    full.lp_ = lp
+    hess = highspy.HighsHessian()
+    hess.dim_ = n
+    hess.format_ = highspy.HessianFormat.kTriangular
+    hess.start_ = np.arange(n + 1, dtype=np.int32)
+    hess.index_ = np.arange(n, dtype=np.int32)
+    hess.value_ = np.asarray(hessian_diag, dtype=float)
+    full.hessian_ = hess
+    h.passModel(full)
 
 
 def run(h: highspy.Highs, what: str = "HiGHS") -> tuple[np.ndarray, float]:

@@ -226,7 +226,7 @@ class _DenseModels:
         cols = a.T  # column-wise, zeros dropped (as scipy's CSC of a dense matrix)
         nz = cols != 0.0
         lp = highspy.HighsLp()
-        lp.num_col_ = n = int(cost.shape[0])
+        lp.num_col_ = int(cost.shape[0])
         lp.num_row_ = int(a.shape[0])
         lp.col_cost_ = np.asarray(cost, dtype=float)
         lp.col_lower_ = np.clip(col_lo, -inf, inf)
@@ -237,21 +237,8 @@ class _DenseModels:
         lp.a_matrix_.start_ = np.r_[0, np.cumsum(nz.sum(axis=1))].astype(np.int32)
         lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
         lp.a_matrix_.value_ = cols[nz].astype(float)
-        h = self._h
-        if hessian_diag is None:
-            h.passModel(lp)
-        else:
-            full = highspy.HighsModel()
-            full.lp_ = lp
-            hess = highspy.HighsHessian()
-            hess.dim_ = n
-            hess.format_ = highspy.HessianFormat.kTriangular
-            hess.start_ = np.arange(n + 1, dtype=np.int32)
-            hess.index_ = np.arange(n, dtype=np.int32)
-            hess.value_ = np.asarray(hessian_diag, dtype=float)
-            full.hessian_ = hess
-            h.passModel(full)
-        return highs.run(h)
+        highs.pass_model(self._h, lp, hessian_diag)
+        return highs.run(self._h)
 
 
 def _centre(a_ub: np.ndarray, b_ub: np.ndarray, models: _DenseModels | None = None
