@@ -48,6 +48,7 @@ from baselines.checkpoint import (
 from baselines.config import as_dict, config_from
 from baselines.experts import ExpertDay, collect, read_days
 from baselines.nets import ObsScale, TorchAgent, forward_mlp, mlp
+from baselines.optim import Adam
 from baselines.projection import AlphaProjection
 from baselines.runs import CurveLog, day_seed, progress_bar, run_identity
 
@@ -138,7 +139,7 @@ def fit(policy: BCPolicy, obs: np.ndarray, act: np.ndarray, cats: np.ndarray, st
     act_t = torch.as_tensor(act, dtype=torch.float64)
     cat_t = torch.as_tensor(cats, dtype=torch.long)
     params = [p for p in policy.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=cfg.lr)
+    opt = Adam(params, lr=cfg.lr)
     n = len(obs_t)
     losses: list[float] = []
     window: list[float] = []

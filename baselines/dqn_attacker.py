@@ -30,13 +30,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 from tianshou.algorithm.modelfree.dqn import DQN, DiscreteQLearningPolicy
-from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Batch, ReplayBuffer
 from tianshou.utils.torch_utils import policy_within_training_step, torch_train_mode
 from torch import nn
 
 from baselines.checkpoint import module_tensors, read_weights, save_weights
 from baselines.config import as_dict, config_from
+from baselines.optim import adam
 from tsg_envs.attacker_env import AttackerEnv, DefenderSpec
 from tsg_envs.duel import ATTACKER, DEFENDER, WAIT, DuelParallelEnv
 from tsg_envs.env import ScreeningEnv
@@ -349,7 +349,7 @@ def train_dqn_attacker(
     policy = DiscreteQLearningPolicy(model=net, action_space=duel.action_space(ATTACKER))
     algorithm = DQN(
         policy=policy,
-        optim=AdamOptimizerFactory(lr=cfg.lr),
+        optim=adam(lr=cfg.lr),
         gamma=cfg.gamma,
         n_step_return_horizon=cfg.n_step,
         target_update_freq=cfg.target_update_freq,

@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tianshou.utils.lagged_network import EvalModeModuleWrapper
 from tianshou.utils.net.common import ModuleWithVectorOutput
 from torch import nn
 
-__all__ = ["ObsScale", "mlp", "forward_mlp", "ScaledMLP", "Critic", "TorchAgent"]
+__all__ = ["ObsScale", "mlp", "forward_mlp", "numpy_mlp", "QuickTrainMode", "ScaledMLP", "Critic",
+           "TorchAgent"]
 
 
 class ObsScale(nn.Module):
@@ -64,6 +66,77 @@ def forward_mlp(net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     for layer in net:
         x = F.linear(x, layer.weight, layer.bias) if type(layer) is nn.Linear else F.relu(x)
     return x
+
+
+def numpy_mlp(net: nn.Sequential, scale: ObsScale | None = None
+              ) -> Callable[[np.ndarray], np.ndarray]:
+    """``obs (B, O) -> (B, out)`` float32: :func:`forward_mlp` (after ``scale``) in numpy.
+
+    The arrays are views of the parameters (CPU), so the function follows every in-place
+    update of them (optimiser steps, ``load_state_dict``). The same arithmetic in float32 but
+    numpy's matrix products: equal to the torch forward to float32 rounding, not bit for bit.
+    Calling a small network on one observation costs about a fifth of the torch call.
+    """
+    layers = [(layer.weight.detach().numpy().T, layer.bias.detach().numpy())
+              if type(layer) is nn.Linear else None for layer in net]
+    scale_O = None if scale is None else scale.scale_O.detach().numpy()
+
+    def forward(obs_BO: np.ndarray) -> np.ndarray:
+        x = np.asarray(obs_BO, dtype=np.float32)
+        if scale_O is not None:
+            x = x * scale_O
+        for layer in layers:
+            if layer is None:
+                np.maximum(x, 0.0, out=x)
+            else:
+                x = x @ layer[0]
+                x += layer[1]
+        return x
+
+    return forward
+
+
+class QuickTrainMode:
+    """Algorithm mixin: ``train(mode)`` that sets the flags without recursing through modules.
+
+    Tianshou switches the whole algorithm to training mode and back around every update
+    (``torch_train_mode``); torch's recursive ``Module.train``, through ``Module.__setattr__``
+    for each of the 38 modules of α-DDPG, costs about 0.35 ms a switch, 6% of an update. This
+    ``train`` walks a list of the modules made on its first call, sets each one's ``training``
+    flag directly (Tianshou's lagged networks' modules stay in evaluation mode, as their
+    wrapper's ``train`` keeps them) and calls ``train`` of any other module whose class overrides
+    it, leaving its children to it: the same flags as ``Module.train``. Modules added after the
+    first call are not seen: the algorithms here build every module in their constructor.
+    """
+
+    def train(self, mode: bool = True) -> Any:
+        """Set training mode (``mode``) on this module and every submodule; returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        plan = self.__dict__.get("_train_plan")
+        if plan is None:
+            plan: list[tuple[nn.Module, bool | None]] = [(self, False)]  # type: ignore[list-item]
+
+            def walk(module: nn.Module, pinned: bool) -> None:
+                for child in module.children():
+                    if type(child) is EvalModeModuleWrapper:  # it, then its module in eval
+                        plan.append((child, pinned))
+                        plan.append((child.module, True))
+                        walk(child.module, True)
+                    elif type(child).train is nn.Module.train:
+                        plan.append((child, pinned))
+                        walk(child, pinned)
+                    else:
+                        plan.append((child, None))  # its own train() takes care of its children
+
+            walk(self, False)  # type: ignore[arg-type]
+            self.__dict__["_train_plan"] = plan
+        for module, pinned in plan:
+            if pinned is None:
+                module.train(mode)
+            else:
+                module.__dict__["training"] = mode and not pinned
+        return self
 
 
 class ScaledMLP(ModuleWithVectorOutput):

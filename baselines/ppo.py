@@ -23,7 +23,6 @@ import numpy as np
 import torch
 from tianshou.algorithm import PPO
 from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
-from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Batch
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.torch_utils import policy_within_training_step
@@ -40,7 +39,8 @@ from baselines.checkpoint import (
     save_weights,
 )
 from baselines.config import as_dict, config_from
-from baselines.nets import ObsScale, ScaledMLP, TorchAgent
+from baselines.nets import ObsScale, QuickTrainMode, ScaledMLP, TorchAgent
+from baselines.optim import adam
 from baselines.projection import AlphaProjection
 from baselines.replay import ArrayReplayBuffer, NoNumbaCompile, episodic_return
 from baselines.runs import CurveLog, day_seed, progress_bar, resume, run_identity, validate
@@ -103,7 +103,7 @@ class _Policy(NoNumbaCompile, ProbabilisticActorPolicy):
     """Tianshou's ``ProbabilisticActorPolicy`` without its numba compilation."""
 
 
-class _PPO(PPO):
+class _PPO(QuickTrainMode, PPO):
     """Tianshou's ``PPO`` with GAE computed in numpy (the same values)."""
 
     compute_episodic_return = staticmethod(episodic_return)  # type: ignore[assignment]
@@ -124,7 +124,7 @@ def build(env: gym.Env, cfg: PPOConfig) -> PPO:
                      action_space=env.action_space, observation_space=env.observation_space,
                      action_scaling=False, action_bound_method="clip")
     return _PPO(policy=policy, critic=ContinuousCritic(preprocess_net=trunk()),
-                optim=AdamOptimizerFactory(lr=cfg.lr), eps_clip=cfg.eps_clip,
+                optim=adam(lr=cfg.lr), eps_clip=cfg.eps_clip,
                 vf_coef=cfg.vf_coef, ent_coef=cfg.ent_coef, max_grad_norm=cfg.max_grad_norm,
                 gae_lambda=cfg.gae_lambda, gamma=cfg.gamma)
 

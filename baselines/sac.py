@@ -23,7 +23,6 @@ import numpy as np
 import torch
 from tianshou.algorithm import SAC
 from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
-from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Batch
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic
 from tianshou.utils.torch_utils import policy_within_training_step
@@ -31,8 +30,9 @@ from tianshou.utils.torch_utils import policy_within_training_step
 from baselines.api import Method, RunConfig
 from baselines.checkpoint import find_weights, load_module_tensors, read_weights
 from baselines.config import config_from
-from baselines.nets import Critic, ObsScale, ScaledMLP, TorchAgent
+from baselines.nets import Critic, ObsScale, QuickTrainMode, ScaledMLP, TorchAgent
 from baselines.offpolicy import OffPolicyConfig, OffPolicyParts, train_off_policy
+from baselines.optim import adam
 from baselines.projection import AlphaProjection
 from baselines.replay import NoNumbaCompile, nstep_targets
 from tsg_envs.wrappers import SoftmaxAlphaProjection
@@ -58,7 +58,7 @@ class _SACPolicy(NoNumbaCompile, SACPolicy):
     """Tianshou's ``SACPolicy`` without its numba compilation (returns are computed in numpy)."""
 
 
-class _SAC(SAC):
+class _SAC(QuickTrainMode, SAC):
     """Tianshou's ``SAC`` with its n-step targets computed in numpy (the same values)."""
 
     def extra_optimizers(self) -> list[torch.optim.Optimizer]:
@@ -92,10 +92,10 @@ def build(env: gym.Env, cfg: SACConfig) -> tuple[SAC, ContinuousActorProbabilist
         return Critic(u.obs_layout, obs_dim, n_teams, cfg.hidden_sizes, cfg.wait_scale)
 
     alpha = AutoAlpha(target_entropy=cfg.target_entropy_per_dim * n_teams,
-                      log_alpha=cfg.init_log_alpha, optim=AdamOptimizerFactory(lr=cfg.alpha_lr))
-    algorithm = _SAC(policy=policy, policy_optim=AdamOptimizerFactory(lr=cfg.actor_lr),
-                     critic=critic(), critic_optim=AdamOptimizerFactory(lr=cfg.critic_lr),
-                     critic2=critic(), critic2_optim=AdamOptimizerFactory(lr=cfg.critic_lr),
+                      log_alpha=cfg.init_log_alpha, optim=adam(lr=cfg.alpha_lr))
+    algorithm = _SAC(policy=policy, policy_optim=adam(lr=cfg.actor_lr),
+                     critic=critic(), critic_optim=adam(lr=cfg.critic_lr),
+                     critic2=critic(), critic2_optim=adam(lr=cfg.critic_lr),
                      tau=cfg.tau, gamma=cfg.gamma, alpha=alpha,
                      n_step_return_horizon=cfg.n_step)
     return algorithm, actor

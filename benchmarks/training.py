@@ -407,6 +407,7 @@ def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: in
     from tianshou.data import Batch
 
     from baselines.ddpg import LogitNoise, actor_loss
+    from baselines.optim import Adam
 
     algorithm, cfg, env = build_algorithm("alpha-ddpg", hparams, seed=seed)
     actor, critic, policy = algorithm.policy.actor, algorithm.critic, algorithm.policy
@@ -416,7 +417,7 @@ def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: in
     obs_BO = torch.as_tensor(batch.obs, dtype=torch.float32)
     obs_1O = obs_BO[:1]
     head = actor.projection
-    optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
+    optim = Adam(actor.parameters(), lr=cfg.actor_lr)
 
     def update() -> None:
         loss = actor_loss(actor, critic, obs_BO, cfg.reg_weight)

@@ -172,3 +172,50 @@ def test_l2_projection_hand_and_feasible(env: gym.Env) -> None:
     assert bool((d_l2 <= d_alpha + 1e-4).all())
     y.sum().backward()
     assert s.grad is not None and torch.isfinite(s.grad).all()
+
+
+def _reference_alpha_projection(p: AlphaProjection, s_BT: torch.Tensor, obs_BO: torch.Tensor
+                                ) -> torch.Tensor:
+    """The α-projection written plainly (argmax, advanced indexing, einsum, ``where`` always):
+    the form the optimised ``forward`` (one max, ``index_select``, ``bmm``) must equal bit for
+    bit, values and gradients, so that training runs do not move."""
+    onehot = obs_BO[..., p.category]
+    valid_B, cat_B = onehot.max(dim=-1).values > 0.5, onehot.argmax(dim=-1)
+    s = s_BT.double()
+    a_BKT, y0_BT = p.a_ub[cat_B], p.centers[cat_B]
+    d_BT = s - y0_BT
+    ad_BK = torch.einsum("bkt,bt->bk", a_BKT, d_BT)
+    pos = ad_BK > 0
+    ratio_BK = torch.where(pos, p.slack0[cat_B] / torch.where(pos, ad_BK, torch.ones_like(ad_BK)),
+                           torch.inf)
+    alpha_B = ratio_BK.min(dim=-1).values.clamp(max=1.0)
+    alpha_B = torch.where(alpha_B < 1.0, (alpha_B * (1.0 - p.shrink)).clamp(min=0.0),
+                          torch.ones_like(alpha_B))
+    y_BT = torch.where(valid_B[:, None], y0_BT + alpha_B[:, None] * d_BT, s)
+    return y_BT.to(s_BT.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_forward_equals_the_plain_form_bit_for_bit(env: gym.Env, proj: AlphaProjection,
+                                                   dtype: torch.dtype) -> None:
+    u = env.unwrapped
+    n_cat, n_teams = proj.a_ub.shape[0], proj.n_teams
+    gen = torch.Generator().manual_seed(7)
+    for trial in range(40):
+        b = 1 + trial * 7
+        obs = torch.rand(b, env.observation_space.shape[0], generator=gen)
+        onehot = torch.zeros(b, n_cat)
+        onehot[torch.arange(b), torch.randint(0, n_cat, (b,), generator=gen)] = 1.0
+        if trial % 3 == 0:  # rows after the day's last passenger: all-zero one-hot
+            onehot[torch.rand(b, generator=gen) < 0.3] = 0.0
+        obs[:, u.obs_layout["category"]] = onehot
+        z = torch.randn(b, n_teams, generator=gen, dtype=dtype) * (0.1 + trial % 4)
+        weights = torch.randn(b, n_teams, generator=gen, dtype=dtype)
+        results = []
+        for fn in (proj, lambda s, o: _reference_alpha_projection(proj, s, o)):
+            z_leaf = z.clone().requires_grad_(True)
+            y = fn(torch.softmax(z_leaf, dim=-1), obs)
+            (y * weights).sum().backward()
+            results.append((y.detach(), z_leaf.grad))
+        (y_new, g_new), (y_ref, g_ref) = results
+        assert torch.equal(y_new, y_ref) and torch.equal(g_new, g_ref), trial

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
 
 from tsg_envs import validation
 
@@ -523,6 +522,8 @@ def arrival_window_probabilities(game: Game, edges: np.ndarray) -> np.ndarray:
         probs[idx[inside], np.nonzero(inside)[0]] = 1.0
         return probs
     a, b = (cutoff - mean) / std, (latest - mean) / std
+    from scipy import stats  # here: importing scipy.stats costs about 0.3 s
+
     dist = stats.truncnorm(a, b, loc=mean, scale=std)
     # arrival in [lo, hi)  <=>  X in (d - hi, d - lo]
     cdf = dist.cdf(d - edges[:, None])  # (W+1, K): P(X <= d - edge)
