@@ -343,14 +343,18 @@ def _last_wall(curve: Path) -> float:
 def _startup_child(method: str) -> None:
     """The measured process of :func:`bench_startup`: prints its phases' seconds as JSON."""
     t0 = time.perf_counter()
+    import tianshou  # noqa: F401  (its package imports pandas, matplotlib, numba, ray, ...)
+
+    ta = time.perf_counter()
     from baselines.api import RunConfig, get_method
 
-    get_method(method)  # the method's module (and Tianshou)
+    get_method(method)  # the method's own modules
     t1 = time.perf_counter()
     run = RunConfig(algo=method)
     run.make_env()
     t2 = time.perf_counter()
     algorithm, cfg, _ = build_algorithm(method, {})
+    torch.set_num_threads(cfg.threads)  # as training sets it
     t3 = time.perf_counter()
     buffer = filled_buffer(cfg.batch_size, 0)
     t4 = time.perf_counter()
@@ -359,7 +363,8 @@ def _startup_child(method: str) -> None:
     with policy_within_training_step(algorithm.policy):
         algorithm.update(buffer, cfg.batch_size)
     t5 = time.perf_counter()
-    print(json.dumps({"method_import_s": t1 - t0, "env_s": t2 - t1, "build_s": t3 - t2,
+    print(json.dumps({"tianshou_import_s": ta - t0, "method_import_s": t1 - ta,
+                      "env_s": t2 - t1, "build_s": t3 - t2,
                       "first_update_s": t5 - t4, "unmeasured_s": t4 - t3}))
 
 
@@ -370,7 +375,9 @@ def bench_startup(method: str = "alpha-ddpg", repeats: int = 3) -> dict[str, Any
     makes the environment (LP and polytopes), builds the algorithm and takes one gradient step;
     the time it spends filling a small buffer is left out. Reports the median total and the
     phases of that run: ``python_s`` (the interpreter, torch, gymnasium and this module's
-    imports), ``method_import_s``, ``env_s``, ``build_s``, ``first_update_s``.
+    imports), ``tianshou_import_s`` (Tianshou's package, which imports pandas, matplotlib,
+    numba and ray itself), ``method_import_s`` (this package's modules), ``env_s``,
+    ``build_s``, ``first_update_s``.
     """
     import subprocess
     import sys
@@ -398,10 +405,11 @@ def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: in
     """What the α-projection adds to alpha-ddpg's actor update and exploration step.
 
     The actor update (:func:`baselines.ddpg.actor_loss`, backward, Adam step) on a mini-batch
-    of the default size, and the exploration step (``add_exploration_noise`` on one
-    observation, as the loop acts), each timed with the α-projection head and with the head
-    removed (the softmax point itself), alternating blocks of ``repeats // 10``, medians of
-    process CPU time.
+    of the default size, and the exploration step on one observation, as the loop takes it
+    (``explore``: numpy, :meth:`~baselines.ddpg.SimplexActor.numpy_explorer`) and in torch
+    (``explore_torch``: ``add_exploration_noise``, ``numpy_acting=False``), each timed with the
+    α-projection head and with the head removed (the softmax point itself), alternating blocks
+    of ``repeats // 10``, medians of process CPU time.
     ``projection_share`` is (with - without) / with; ``projection_added`` is with / without - 1.
     """
     from tianshou.data import Batch
@@ -425,12 +433,23 @@ def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: in
         loss.backward()
         optim.step()
 
-    def explore() -> None:
+    def explore_torch() -> None:
         with torch.no_grad():
             policy.add_exploration_noise(actor.logits(obs_1O), Batch(obs=obs_1O))
 
+    obs_np = obs_1O.numpy()
+    noise = LogitNoise(0.1, np.random.default_rng(seed))
+    numpy_step = {True: actor.numpy_explorer(noise)}
+    actor.head, actor.projection = "softmax", None
+    numpy_step[False] = actor.numpy_explorer(noise)
+    actor.head = "alpha"
+
+    def explore() -> None:  # as the loop explores (numpy_acting, the default)
+        numpy_step[actor.projection is not None](obs_np)  # type: ignore[misc]
+
     out: dict[str, Any] = {"batch": cfg.batch_size}
-    for name, fn, reps in (("actor_update", update, repeats), ("explore", explore, 5 * repeats)):
+    for name, fn, reps in (("actor_update", update, repeats), ("explore", explore, 5 * repeats),
+                           ("explore_torch", explore_torch, 5 * repeats)):
         times: dict[bool, list[float]] = {True: [], False: []}
         block = max(1, reps // 10)
         for _ in range(10):
@@ -473,7 +492,10 @@ def startup_table(startup: dict[str, Any], share: dict[str, Any]) -> str:
         "| one-off or per-update cost | measured | target |",
         "|---|---:|---:|",
         f"| {s['method']} process start-up, launch to first gradient step (interpreter and "
-        f"imports {s['python_s']:.1f} s, method {s['method_import_s']:.1f} s, environment "
+        f"imports {s['python_s']:.1f} s, "
+        + (f"Tianshou's import {s['tianshou_import_s']:.1f} s, " if "tianshou_import_s" in s
+           else "")
+        + f"method {s['method_import_s']:.1f} s, environment "
         f"{s['env_s']:.1f} s, algorithm {s['build_s']:.1f} s, first update "
         f"{s['first_update_s']:.2f} s) | {s['startup_s']:.1f} s | "
         f"≤ {TARGETS['startup_s']:.0f} s |",
@@ -481,9 +503,13 @@ def startup_table(startup: dict[str, Any], share: dict[str, Any]) -> str:
         f"{p['actor_update_s'] * 1e3:.2f} ms, {p['actor_update_unprojected_s'] * 1e3:.2f} ms "
         f"without) | {p['actor_update_projection_share']:.0%} | "
         f"≤ {TARGETS['projection_share']:.0%} |",
-        f"| α-projection's share of an exploration step (one observation: "
+        f"| α-projection's share of an exploration step (one observation, numpy: "
         f"{p['explore_s'] * 1e6:.0f} µs, {p['explore_unprojected_s'] * 1e6:.0f} µs without) | "
         f"{p['explore_projection_share']:.0%} | |",
+        *([f"| the same step in torch (`numpy_acting=False`: "
+           f"{p['explore_torch_s'] * 1e6:.0f} µs, {p['explore_torch_unprojected_s'] * 1e6:.0f} µs "
+           f"without) | {p['explore_torch_projection_share']:.0%} | |"]
+          if "explore_torch_s" in p else []),
     ])
 
 
