@@ -107,8 +107,8 @@ class DDPGConfig(OffPolicyConfig):
     numpy_acting: bool = True
     """Explore in numpy (the network's float32 products by numpy, the head in float64): about a
     fifth of the torch step's cost on one observation, equal to it to float32 rounding. False
-    explores in torch, as runs made before this option did (bit for bit). Heads without a
-    numpy twin (radial, L2) always explore in torch."""
+    explores in torch, as runs made before this option did (bit for bit). The L2 head (no numpy
+    twin) always explores in torch."""
     reg_weight: float = 0.0
     """α-projection heads: weight of ‖s - y‖² in the actor loss (s the softmax point, y its
     projection), as the authors' released layer asks; the paper is silent (0: off)."""
@@ -260,17 +260,17 @@ class SimplexActor(AbstractContinuousActorDeterministic):
 
     def numpy_explorer(self, noise: Callable[[tuple[int, ...]], np.ndarray] | None
                        ) -> Callable[[np.ndarray], np.ndarray] | None:
-        """``obs (N, O) -> actions (N, T)``: the exploration step in numpy, or None (radial, L2).
+        """``obs (N, O) -> actions (N, T)``: the exploration step in numpy, or None (L2 head).
 
         What :meth:`ExploringPolicy.add_exploration_noise` does to the actor's logits (noise
         drawn by ``noise`` as there, clip, softmax, the head in float64), with the network's
         float32 products by numpy (:func:`~baselines.nets.numpy_mlp`).
         """
-        if self.head not in ("alpha", "softmax"):
+        if self.head not in ("alpha", "radial", "softmax"):
             return None
         net = numpy_mlp(self.net, self.scale)
-        project = self.projection.numpy_forward() if self.head == "alpha" else None
-        beta = self.beta
+        project = None if self.projection is None else self.projection.numpy_forward()
+        beta, radial = self.beta, self.head == "radial"
 
         def explore(obs_NO: np.ndarray) -> np.ndarray:
             obs = np.asarray(obs_NO, dtype=np.float32)
@@ -278,6 +278,8 @@ class SimplexActor(AbstractContinuousActorDeterministic):
             if noise is not None:
                 u = u + noise(u.shape)
             z = beta * np.clip(u, -1.0, 1.0)
+            if radial:
+                return project(z, obs)  # type: ignore[misc]
             z = np.exp(z - z.max(axis=-1, keepdims=True))
             s = z / z.sum(axis=-1, keepdims=True)
             return s if project is None else project(s, obs)

@@ -245,6 +245,30 @@ class RadialSquash(AlphaProjection):
         y_BT = self.centers[cat_B] + torch.tanh(norm_B1) * rho_B1 * (1.0 - self.shrink) * dhat_BT
         return y_BT.to(z_BT.dtype)
 
+    def numpy_forward(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """``(z (B, T), obs (B, O)) -> y (B, T)`` float64: :meth:`forward` in numpy (no grad).
+
+        The same formulas on the same float64 arrays, to float64 rounding, for acting.
+        """
+        a_ub, centers, slack0 = (t.detach().cpu().numpy() for t in (self.a_ub, self.centers,
+                                                                     self.slack0))
+        category, shrink = self.category, self.shrink
+
+        def squash(z_BT: np.ndarray, obs_BO: np.ndarray) -> np.ndarray:
+            cat_B = obs_BO[:, category].argmax(axis=-1)
+            d_BT = z_BT - z_BT.mean(axis=-1, keepdims=True)
+            norm_B1 = np.sqrt((d_BT * d_BT).sum(axis=-1, keepdims=True))
+            dhat_BT = d_BT / np.maximum(norm_B1, 1e-12)
+            rate_BK = np.einsum("bkt,bt->bk", a_ub[cat_B], dhat_BT)
+            pos = rate_BK > 1e-12
+            with np.errstate(divide="ignore"):
+                ratio_BK = np.where(pos, slack0[cat_B] / np.where(pos, rate_BK, 1.0), np.inf)
+            rho_B1 = ratio_BK.min(axis=-1, keepdims=True)
+            rho_B1 = np.where(np.isfinite(rho_B1), rho_B1, 0.0)
+            return centers[cat_B] + np.tanh(norm_B1) * rho_B1 * (1.0 - shrink) * dhat_BT
+
+        return squash
+
 
 class L2Projection(nn.Module):
     """Euclidean projection onto each sample's polytope: a differentiable QP (cvxpylayers).

@@ -20,7 +20,7 @@ import tsg_envs  # noqa: E402,F401
 from baselines import ddpg, ppo, sac  # noqa: E402
 from baselines.nets import forward_mlp, numpy_mlp  # noqa: E402
 from baselines.optim import Adam  # noqa: E402
-from baselines.projection import AlphaProjection  # noqa: E402
+from baselines.projection import AlphaProjection, RadialSquash  # noqa: E402
 from tsg_envs.polytope import FEASIBILITY_TOL, violation  # noqa: E402
 
 ENV_ID = "tsg/Screening-Window-5F-v1"
@@ -54,7 +54,7 @@ def _actor(env: gym.Env, variant: str) -> tuple:
     return algorithm, actor
 
 
-@pytest.mark.parametrize("variant", ["alpha-ddpg", "proj-ddpg"])
+@pytest.mark.parametrize("variant", ["alpha-ddpg", "radial-ddpg", "proj-ddpg"])
 def test_numpy_exploration_equals_the_torch_step(env: gym.Env, variant: str) -> None:
     """Same generator seed: the same noise draws, actions equal to float32 rounding."""
     algorithm, actor = _actor(env, variant)
@@ -90,8 +90,19 @@ def test_numpy_exploration_is_feasible(env: gym.Env) -> None:
 
 
 def test_heads_without_a_numpy_twin_explore_in_torch(env: gym.Env) -> None:
-    _, actor = _actor(env, "radial-ddpg")
+    _, actor = _actor(env, "alpha-ddpg")
+    actor.head = "l2"  # the L2 head's QP has no numpy twin
     assert actor.numpy_explorer(None) is None
+
+
+def test_numpy_radial_squash_equals_the_torch_one(env: gym.Env) -> None:
+    squash = RadialSquash.from_env(env)
+    obs = _observations(env, 300, seed=5)
+    z = np.random.default_rng(1).normal(0.0, 2.0, size=(len(obs), squash.n_teams))
+    z[::11] = 0.7  # d = 0: the centre
+    with torch.no_grad():
+        ref = squash(torch.from_numpy(z), torch.from_numpy(obs)).numpy()
+    np.testing.assert_allclose(squash.numpy_forward()(z, obs), ref, rtol=0, atol=1e-14)
 
 
 def test_numpy_head_equals_the_torch_head(env: gym.Env) -> None:
