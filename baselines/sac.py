@@ -24,20 +24,22 @@ import torch
 from tianshou.algorithm import SAC
 from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tianshou.data import Batch
-from tianshou.utils.net.continuous import ContinuousActorProbabilistic
+from tianshou.utils.net.continuous import SIGMA_MAX, SIGMA_MIN, ContinuousActorProbabilistic
 from tianshou.utils.torch_utils import policy_within_training_step
+from torch.distributions.utils import _standard_normal
 
 from baselines.api import Method, RunConfig
 from baselines.checkpoint import find_weights, load_module_tensors, read_weights
 from baselines.config import config_from
-from baselines.nets import Critic, ObsScale, QuickTrainMode, ScaledMLP, TorchAgent
+from baselines.nets import Critic, ObsScale, QuickTrainMode, ScaledMLP, TorchAgent, numpy_mlp
 from baselines.offpolicy import OffPolicyConfig, OffPolicyParts, train_off_policy
 from baselines.optim import adam
 from baselines.projection import AlphaProjection
 from baselines.replay import NoNumbaCompile, nstep_targets
 from tsg_envs.wrappers import SoftmaxAlphaProjection
 
-__all__ = ["SACConfig", "METHOD", "train", "load", "build", "logits_agent_fn"]
+__all__ = ["SACConfig", "METHOD", "train", "load", "build", "logits_agent_fn",
+           "numpy_explorer"]
 
 
 @dataclass(kw_only=True)
@@ -52,6 +54,10 @@ class SACConfig(OffPolicyConfig):
     """Initial log entropy coefficient."""
     target_entropy_per_dim: float = -1.0
     """Target entropy is this times T (−1 is SAC's usual −dim(A))."""
+    numpy_acting: bool = True
+    """Explore in numpy (the actor's float32 products by numpy, the Gaussian draws from torch's
+    generator as Tianshou's ``rsample`` draws them): equal to the torch step to float32
+    rounding; False explores through Tianshou's policy, as runs before this option did."""
 
 
 class _SACPolicy(NoNumbaCompile, SACPolicy):
@@ -116,6 +122,27 @@ def logits_agent_fn(logits_fn: Callable[[torch.Tensor], torch.Tensor],
     return act
 
 
+def numpy_explorer(actor: ContinuousActorProbabilistic) -> Callable[[np.ndarray], np.ndarray]:
+    """``obs (N, O) -> logits (N, T)``: SAC's stochastic exploration step in numpy.
+
+    What Tianshou's ``SACPolicy`` does in a training step (the squashed Gaussian tanh(μ + σ ε),
+    σ = exp(clip(·, SIGMA_MIN, SIGMA_MAX))), on numpy views of the actor's parameters; ε comes
+    from torch's generator exactly as ``rsample`` draws it, so the random stream (and a
+    checkpoint's generator state) is the torch step's.
+    """
+    features = numpy_mlp(actor.preprocess.net, actor.preprocess.scale)
+    mu, sigma = numpy_mlp(actor.mu.model), numpy_mlp(actor.sigma.model)
+
+    def explore(obs_NO: np.ndarray) -> np.ndarray:
+        h = features(obs_NO)
+        loc = mu(h)
+        scale = np.exp(np.clip(sigma(h), SIGMA_MIN, SIGMA_MAX))
+        eps = _standard_normal(loc.shape, dtype=torch.float32, device="cpu").numpy()
+        return np.tanh(loc + eps * scale).astype(np.float64)
+
+    return explore
+
+
 def _greedy_logits(algorithm: SAC) -> Callable[[torch.Tensor], torch.Tensor]:
     def logits(obs_BO: torch.Tensor) -> torch.Tensor:
         return algorithm.policy(Batch(obs=obs_BO, info={})).act
@@ -142,7 +169,11 @@ def train(run: RunConfig) -> TorchAgent:
     def warmup(obs_NO: np.ndarray) -> np.ndarray:  # uniform logits: feasible after the wrapper
         return np.stack([rng.uniform(-1.0, 1.0, size=n_teams) for _ in range(len(obs_NO))])
 
+    in_numpy = numpy_explorer(policy.actor) if cfg.numpy_acting else None
+
     def explore(obs_NO: np.ndarray) -> np.ndarray:  # the actor's stochastic forward
+        if in_numpy is not None:
+            return in_numpy(obs_NO)
         with policy_within_training_step(policy):
             return policy(Batch(obs=obs_NO, info={})).act.numpy().astype(np.float64)
 

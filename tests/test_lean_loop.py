@@ -162,3 +162,23 @@ def test_quick_train_mode_sets_the_flags_torch_sets(env: gym.Env) -> None:
                 assert any(ours) and not all(ours), name  # targets stay in eval
         with pytest.raises(ValueError, match="boolean"):
             algorithm.train("yes")
+
+
+def test_numpy_sac_exploration_equals_tianshous(env: gym.Env) -> None:
+    """Same torch seed: the same Gaussian draws; actions equal to float32 rounding."""
+    from tianshou.utils.torch_utils import policy_within_training_step
+
+    torch.manual_seed(0)
+    algorithm, actor = sac.build(env, sac.SACConfig(hidden_sizes=(32, 32)))
+    explore = sac.numpy_explorer(actor)
+    obs = _observations(env, 200, seed=6)
+    for rows in (obs[:1], obs):
+        torch.manual_seed(11)
+        with torch.no_grad(), policy_within_training_step(algorithm.policy):
+            ref = algorithm.policy(Batch(obs=rows, info={})).act.numpy().astype(np.float64)
+        state = torch.get_rng_state()
+        torch.manual_seed(11)
+        got = explore(rows)
+        assert torch.equal(torch.get_rng_state(), state)  # the same draws were taken
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5)
+        assert np.abs(got - np.tanh(np.zeros_like(got))).max() > 0.01  # it did explore
