@@ -208,7 +208,15 @@ def update(root: Path = ROOT, generators: dict[str, Generator] | None = None) ->
 
 
 def run_main_job(root: Path = ROOT) -> str:
-    """Run the README's main job and store its output in ``results/main_job.txt``."""
+    """Run the README's main job and store its output in ``results/main_job.txt``.
+
+    The job's own earlier result (``runs/demo/alpha-ddpg--demo.json``) is removed first: the
+    evaluator refuses to overwrite a result (exit 3), and this reruns it on purpose.
+    """
+    out_dir = root / MAIN_JOB[MAIN_JOB.index("--out") + 1]
+    agent = MAIN_JOB[MAIN_JOB.index("--agent") + 1]
+    suite = MAIN_JOB[MAIN_JOB.index("--suite") + 1]
+    (out_dir / f"{agent}--{suite}.json").unlink(missing_ok=True)
     out = subprocess.run([sys.executable, *MAIN_JOB], cwd=root, check=True,
                          capture_output=True, text=True).stdout
     (root / "results" / "main_job.txt").write_text(out, encoding="utf-8")
