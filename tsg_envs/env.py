@@ -356,6 +356,7 @@ class ScreeningEnv(gym.Env):
         self._day_length = self.game.day_length
         # The implementation (tsg_envs.kernel): the compiled kernel covers expected queues.
         self.kernel: KernelName = kernel_name() if queue_mode == "expected" else "numpy"
+        self._kernel_on = self.kernel == "numba"
         self._fused: Any = None  # the compiled step, loaded at the first step
         if self.kernel == "numba":
             self._buffer = kernel_mod.pack(
@@ -383,7 +384,7 @@ class ScreeningEnv(gym.Env):
     # Gymnasium API ------------------------------------------------------------------------
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Screen the waiting passenger with ``action`` and move to the next arrival."""
-        if (self.kernel == "numba" and type(action) is np.ndarray and action.dtype is _F64
+        if (self._kernel_on and type(action) is np.ndarray and action.dtype is _F64
                 and action.shape == self._action_shape):
             out = self._step_fused(action)
             if out is not None:
