@@ -2,8 +2,9 @@
 
 Imported only at an environment's first step when the kernel is chosen: importing
 :mod:`tsg_envs` never imports numba. Compiled once per machine and cached (``cache=True``:
-numba writes next to this file, or under ``NUMBA_CACHE_DIR``, or in a user cache directory when
-the package directory is read-only).
+numba writes under ``NUMBA_CACHE_DIR`` when it is set, else next to this file, else, when the
+package directory is read-only, in the user's cache directory). Where numba can write none of
+them, the kernel is compiled in every process instead (a warning says so).
 
 The same floating-point operations as the numpy step, in the same order, so the results are bit
 for bit the same: the small products are ``np.dot``, which numba hands to the same BLAS routines
@@ -15,10 +16,14 @@ reassociation).
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit  # type: ignore[import-untyped]
+import warnings
+from collections.abc import Callable
+from typing import Any
 
-from tsg_envs.kernel import (
+import numpy as np
+from numba import njit
+
+from tsg_envs._kernel_layout import (
     H_C,
     H_CAT,
     H_CLOCK,
@@ -41,8 +46,25 @@ _TOL_REPROJECT = FEASIBILITY_TOL - 1e-12
 _HUGE = 1e150
 
 
-@njit("float64(float64[::1])", cache=True, nogil=True)
-def fsum(x):  # type: ignore[no-untyped-def]
+def _jit(signature: str) -> Callable[[Callable[..., Any]], Any]:
+    """``njit(signature)``, cached where numba can write a cache, else compiled uncached."""
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        try:
+            return njit(signature, cache=True, nogil=True)(fn)
+        except RuntimeError as exc:  # "cannot cache function ...: no locator available"
+            if "cannot cache" not in str(exc):
+                raise
+            warnings.warn(f"tsg_envs: numba cannot cache the compiled step ({exc}); it is "
+                          "compiled in every process (set NUMBA_CACHE_DIR to a writable "
+                          "directory to keep it)", RuntimeWarning, stacklevel=2)
+            return njit(signature, nogil=True)(fn)
+
+    return wrap
+
+
+@_jit("float64(float64[::1])")
+def fsum(x: np.ndarray) -> float:
     """``math.fsum`` of finite doubles (CPython's algorithm: exact partials, half-even fix-up)."""
     p = np.empty(x.shape[0] + 1)
     n = 0
@@ -92,9 +114,21 @@ _SIGNATURE = (
 )
 
 
-@njit(_SIGNATURE, cache=True, nogil=True)
-def fused_step(a, blob, obs, out_obs, out_queues, out_actions, row, c, nxt, gap, clock,
-               onehot):  # type: ignore[no-untyped-def]
+@_jit(_SIGNATURE)
+def fused_step(
+    a: np.ndarray,
+    blob: np.ndarray,
+    obs: np.ndarray,
+    out_obs: np.ndarray,
+    out_queues: np.ndarray,
+    out_actions: np.ndarray,
+    row: int,
+    c: int,
+    nxt: int,
+    gap: float,
+    clock: float,
+    onehot: int,
+) -> tuple[float, float]:
     """Check ``a`` for category ``c``, screen the passenger, write the next observation.
 
     Returns ``(wait, violation)``, or ``(0.0, -1.0)`` with nothing changed when the proposal is
@@ -103,10 +137,11 @@ def fused_step(a, blob, obs, out_obs, out_queues, out_actions, row, c, nxt, gap,
 
     Args:
         a: the proposal, (T,).
-        blob: :func:`tsg_envs.kernel.pack`'s buffer (its state is read and updated).
+        blob: :func:`tsg_envs._kernel_layout.pack`'s buffer (its state is read and updated).
         obs: the environment's observation buffer (updated in place).
-        out_obs, out_queues, out_actions: row ``row`` receives the returned observation, the
-            queues before this passenger's load, and the executed action.
+        out_obs: row ``row`` receives the returned observation.
+        out_queues: row ``row`` receives the queues before this passenger's load.
+        out_actions: row ``row`` receives the executed action.
         row: the output row.
         c: the waiting passenger's category.
         nxt: the next passenger's category, -1 if this one is the day's last.

@@ -24,7 +24,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from scipy import special
 
-from tsg_envs import kernel
+from tsg_envs import _kernel_layout as layout
 from tsg_envs.game import Game
 
 QueueMode = Literal["expected", "sampled"]
@@ -252,7 +252,16 @@ class ScreeningDay:
     arrivals. ``minutes`` (R + T: the backlog ξ_r / f_r, then the team waits w_t, as the env's
     observation lays them out), with ``backlog`` and ``team_waits`` views of it, is kept current
     after every drain so that faces read them without recomputing.
+
+    ``state``: the compiled step's buffer (``tsg_envs._kernel_layout.pack``; the environment
+    passes it when ``TSG_ENVS_KERNEL`` picks numba). ξ, the minutes and h then live in it, and
+    ``queues``, ``minutes`` and ``team_waits`` are views that every step rewrites in place (copy
+    them to keep them); without it every step makes new arrays. The numbers are the same.
     """
+
+    queues: np.ndarray
+    minutes: np.ndarray
+    team_waits: np.ndarray
 
     def __init__(
         self, game: Game, queue_mode: QueueMode = "expected", state: np.ndarray | None = None
@@ -260,17 +269,17 @@ class ScreeningDay:
         if queue_mode not in ("expected", "sampled"):
             raise ValueError(f"queue_mode must be 'expected' or 'sampled', got {queue_mode!r}")
         self.game = game
-        # With ``state`` (a compiled kernel's buffer, tsg_envs.kernel.pack), ξ, the minutes and
-        # h live in it, at fixed places, as views that every step updates in place.
+        # With ``state`` (the compiled kernel's buffer, tsg_envs._kernel_layout.pack), ξ, the
+        # minutes and h live in it, at fixed places, as views that every step updates in place.
         self._buffer = state
         self._views: tuple[np.ndarray, np.ndarray] | None = None
         if state is not None:
             r, t, c = game.n_resources, game.n_teams, game.n_categories
-            size = kernel.state_size(r, t, c)
+            size = layout.state_size(r, t, c)
             if state.dtype != np.float64 or state.ndim != 1 or state.shape[0] < (
-                    kernel.HEADER + size):
-                raise ValueError("state must be a float64 buffer of tsg_envs.kernel.pack")
-            block = state[kernel.HEADER: kernel.HEADER + size]
+                    layout.HEADER + size):
+                raise ValueError("state must be a float64 buffer of tsg_envs._kernel_layout.pack")
+            block = state[layout.HEADER: layout.HEADER + size]
             self._views = (block[:r], block[r: r + r + t])
             self._history_view = block[r + r + t:]
         self.queue_mode = queue_mode

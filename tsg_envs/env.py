@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from tsg_envs import _kernel_layout as layout
 from tsg_envs import kernel as kernel_mod
 from tsg_envs import validation
 from tsg_envs.cache import KeyedCache
@@ -359,7 +360,7 @@ class ScreeningEnv(gym.Env):
         self._kernel_on = self.kernel == "numba"
         self._fused: Any = None  # the compiled step, loaded at the first step
         if self.kernel == "numba":
-            self._buffer = kernel_mod.pack(
+            self._buffer = layout.pack(
                 rates=g.rates, members=g.team_members, team_idx=team_index(g),
                 a_risk=self._a_risk, b_risk=self._b_risk, row_scale=row_scale,
                 inv_expected=self._inv_expected, category_start=self._category_start,

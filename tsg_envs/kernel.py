@@ -29,10 +29,7 @@ import importlib.util
 import os
 from typing import Any, Literal
 
-import numpy as np
-
-__all__ = ["HEADER", "KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel", "pack",
-           "state_size"]
+__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel"]
 
 #: The environment variable that picks the implementation (``auto``, ``numpy`` or ``numba``).
 KERNEL_ENV_VAR = "TSG_ENVS_KERNEL"
@@ -79,59 +76,3 @@ def load_kernel() -> Any:
         ) from exc
     return _numba_step
 
-
-#: Layout of the float64 buffer the kernel reads (``pack``): a header of sizes and positions,
-#: then the day's state (queues ξ (R), minutes (R + T), history h (C)), then the constants.
-HEADER = 16
-#: Header slots (floats holding small integers, and the day length).
-H_R, H_T, H_W, H_C, H_M, H_CAT, H_HIST, H_MIN, H_CLOCK, H_DAY = range(10)
-
-
-def state_size(r: int, t: int, c: int) -> int:
-    """Floats of the day's state in the buffer: queues, minutes (backlog, waits), history."""
-    return r + (r + t) + c
-
-
-def pack(
-    *,
-    rates: np.ndarray,
-    members: np.ndarray,
-    team_idx: np.ndarray,
-    a_risk: np.ndarray,
-    b_risk: np.ndarray,
-    row_scale: np.ndarray,
-    inv_expected: np.ndarray,
-    category_start: int,
-    history_start: int,
-    minutes_start: int,
-    clock_pos: int,
-    day_length: float,
-) -> np.ndarray:
-    """The kernel's buffer: header, a zeroed state, then the constants in the kernel's order.
-
-    Args:
-        rates: f_r, (R,).
-        members: team membership as floats, (T, R).
-        team_idx: (T, W) resource indices of each team (smaller teams repeat a member).
-        a_risk: risk rows of every category, (C, M, T).
-        b_risk: their right-hand sides, (C, M).
-        row_scale: largest |coefficient| of each category's risk rows, (C,).
-        inv_expected: 1 / expected daily count of each category, (C,).
-        category_start: observation index of the category one-hot.
-        history_start: observation index of the history block.
-        minutes_start: observation index of the backlog (the waits follow it).
-        clock_pos: observation index of the clock.
-        day_length: the day's length, minutes.
-    """
-    c, m, t = a_risk.shape
-    r = rates.shape[0]
-    w = team_idx.shape[1]
-    head = np.zeros(HEADER)
-    head[[H_R, H_T, H_W, H_C, H_M]] = r, t, w, c, m
-    head[[H_CAT, H_HIST, H_MIN, H_CLOCK]] = category_start, history_start, minutes_start, clock_pos
-    head[H_DAY] = day_length
-    parts = [head, np.zeros(state_size(r, t, c)), rates, members, team_idx, a_risk, b_risk,
-             row_scale, inv_expected]
-    return np.ascontiguousarray(
-        np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts])
-    )
