@@ -58,6 +58,8 @@ _POLYTOPE_CACHE: KeyedCache[PolytopeSet] = KeyedCache(32)
 _HUGE: float = 1e150
 #: The float64 dtype (an action of this dtype skips the conversion).
 _F64 = np.dtype(np.float64)
+#: The strides of a C-contiguous float64 vector (what the compiled step takes).
+_C_STRIDES = (8,)
 #: Steps whose outputs (observation, queues, executed action) share one allocation (kernel).
 _POOL = 256
 
@@ -386,7 +388,7 @@ class ScreeningEnv(gym.Env):
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Screen the waiting passenger with ``action`` and move to the next arrival."""
         if (self._kernel_on and type(action) is np.ndarray and action.dtype is _F64
-                and action.shape == self._action_shape):
+                and action.shape == self._action_shape and action.strides == _C_STRIDES):
             out = self._step_fused(action)
             if out is not None:
                 return out
@@ -474,7 +476,9 @@ class ScreeningEnv(gym.Env):
         """
         fused = self._fused
         if fused is None:
-            fused = self._fused = kernel_mod.load_kernel().fused_step
+            # The entry point without numba's type matching: step() passed a C-contiguous
+            # float64 action of the right shape; the rest are this env's own arrays and numbers.
+            fused = self._fused = kernel_mod.load_kernel().fused_step_unchecked
         j = self._pool_row
         if j == _POOL:
             t = self._action_shape[0]
@@ -486,7 +490,7 @@ class ScreeningEnv(gym.Env):
             out = self._day.step_fused(fused, action, self._obs_buf, self._pool_obs,
                                        self._pool_queues, self._pool_actions, j,
                                        self._onehot_pos)
-        except TypeError:  # not contiguous: the kernel takes C-contiguous actions only
+        except TypeError:  # a type the kernel does not take (step() checks it before)
             return None
         if out is None:
             return None
