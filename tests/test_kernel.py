@@ -176,7 +176,7 @@ def test_traced_days_are_bit_identical(env_id: str, kwargs: dict, noise: float) 
         p = table[info["category"]]
         return p + rng.normal(scale=noise, size=p.shape) if noise else p
 
-    steps = 1200
+    steps = 1000  # past the end of a day (937 passengers on tsg/Screening-v1)
     fused = _run_both(a, b, steps, seed=7, propose=propose)
     if noise < 1e-3:
         assert fused > steps * 0.9  # the kernel did the work
@@ -242,15 +242,12 @@ def test_the_duel_with_an_inserted_attacker_is_bit_identical() -> None:
                 _same(x[3][agent][key], y[3][agent][key], f"{k} info {agent} {key}")
 
 
-_FLOATS = st.floats(min_value=-0.05, max_value=1.05, allow_nan=False, width=64)
-
-
 @needs_numba
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**31 - 1),
     kind=st.lists(st.sampled_from(["table", "scaled", "random", "corner", "nan", "huge"]),
-                  min_size=40, max_size=40),
+                  min_size=30, max_size=30),
     scale=st.sampled_from([1e-12, 1e-9, 1e-7, 1e-6, 3e-6, 1e-4]),
 )
 def test_random_proposals_give_the_same_steps(seed: int, kind: list[str], scale: float) -> None:
