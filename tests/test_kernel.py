@@ -347,3 +347,31 @@ def test_a_non_contiguous_or_float32_action_takes_the_numpy_path_with_the_same_r
         out_a, out_b = a.step(action), b.step(action)
         _same_step(out_a, out_b, k)
         info = out_a[4]
+
+
+@needs_numba
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_a_copied_env_steps_as_the_original(how: str) -> None:
+    """Pickled or deep-copied mid-day, the copy's state is its own buffer's, and steps alike."""
+    import copy
+    import pickle
+
+    a, b = _pair("tsg/Screening-Window-5F-v1")
+    env = b.unwrapped
+    table = _table(a)
+    _, info = env.reset(seed=5)
+    for _ in range(30):
+        _, _, _, _, info = env.step(table[info["category"]].copy())
+    twin = pickle.loads(pickle.dumps(env)) if how == "pickle" else copy.deepcopy(env)
+    assert np.shares_memory(twin.day.queues, twin._buffer)
+    assert not np.shares_memory(twin.day.queues, env.day.queues)
+    rng = np.random.default_rng(0)
+    for k in range(80):
+        # every third proposal is outside the tolerance: the numpy path, on the same state
+        noise = 1e-3 if k % 3 == 0 else 0.0
+        p = table[info["category"]] + rng.normal(scale=noise, size=table.shape[1])
+        out = env.step(p.copy())
+        _same_step(out, twin.step(p.copy()), k)
+        info = out[4]
+        if out[2]:
+            break

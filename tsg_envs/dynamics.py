@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from scipy import special
@@ -274,14 +274,7 @@ class ScreeningDay:
         self._buffer = state
         self._views: tuple[np.ndarray, np.ndarray] | None = None
         if state is not None:
-            r, t, c = game.n_resources, game.n_teams, game.n_categories
-            size = layout.state_size(r, t, c)
-            if state.dtype != np.float64 or state.ndim != 1 or state.shape[0] < (
-                    layout.HEADER + size):
-                raise ValueError("state must be a float64 buffer of tsg_envs._kernel_layout.pack")
-            block = state[layout.HEADER: layout.HEADER + size]
-            self._views = (block[:r], block[r: r + r + t])
-            self._history_view = block[r + r + t:]
+            self._attach(state)
         self.queue_mode = queue_mode
         self._rates = game.rates
         self._members = game.team_members.astype(float)
@@ -313,6 +306,27 @@ class ScreeningDay:
             self._history_view[:] = 0.0
             self._history = self._history_view  # type: ignore[assignment]
             self._keep()
+
+    def _attach(self, state: np.ndarray) -> None:
+        """Make ``_views`` and ``_history_view``: the state's places in the kernel's buffer."""
+        g = self.game
+        r, t, c = g.n_resources, g.n_teams, g.n_categories
+        size = layout.state_size(r, t, c)
+        if state.dtype != np.float64 or state.ndim != 1 or state.shape[0] < layout.HEADER + size:
+            raise ValueError("state must be a float64 buffer of tsg_envs._kernel_layout.pack")
+        block = state[layout.HEADER: layout.HEADER + size]
+        self._views = (block[:r], block[r: r + r + t])
+        self._history_view = block[r + r + t:]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickled or deep-copied: the state's arrays are views of the (copied) buffer again."""
+        self.__dict__.update(state)
+        if self._buffer is not None:
+            self._attach(self._buffer)
+            assert self._views is not None
+            queues, minutes = self._views
+            self.queues, self.minutes, self.team_waits = queues, minutes, minutes[self._r:]
+            self._history = self._history_view  # type: ignore[assignment]
 
     def _keep(self) -> None:
         """With a kernel's buffer: copy the state just computed into it and read it from there."""
@@ -496,7 +510,6 @@ class ScreeningDay:
         self.team_waits = minutes[self._r:]
         # tuple.__new__ skips the named tuple's Python-level __new__ (same object, less overhead).
         return _tuple_new(StepResult, (queues_before, waits, wait, team))
-
 
     def step_fused(
         self,

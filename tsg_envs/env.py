@@ -513,6 +513,12 @@ class ScreeningEnv(gym.Env):
         }
         return self._pool_obs[j], -wait - 0.0, nxt < 0, False, info
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable: the compiled step is not; it is loaded again at the next step."""
+        state = self.__dict__.copy()
+        state["_fused"] = None
+        return state
+
     def _reproject(self, executed: np.ndarray, c: int) -> np.ndarray:
         """α-project a renormalised proposal if renormalising pushed a risk row past the tol."""
         exec_excess = self._a_risk_list[c].dot(executed) - self._b_risk_list[c]
