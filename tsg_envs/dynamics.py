@@ -459,23 +459,14 @@ class ScreeningDay:
         Returns:
             The :class:`StepResult` of this passenger.
         """
-        if self._views is not None:
-            # A kernel's buffer holds the state: step copies (the result keeps them), then
-            # write the new state back into the buffer.
-            self.queues = self.queues.copy()
-            self.team_waits = self.team_waits.copy()
-            try:
-                return self._step(allocation, rng)
-            finally:
-                self._keep()
-        return self._step(allocation, rng)
-
-    def _step(self, allocation: np.ndarray, rng: np.random.Generator | None) -> StepResult:
         i = self.index
         if i >= self._n:
             raise RuntimeError("the day is over: reset before stepping")
         queues_before = self.queues
         waits = self.team_waits
+        if self._views is not None:  # views of the kernel's buffer: the result keeps copies
+            queues_before = queues_before.copy()
+            waits = waits.copy()
         if self._expected:
             # ndarray.dot: the same BLAS products as ``@`` without the gufunc overhead; the load
             # is added to the queues in place (x + y == y + x: the same sums as before).
@@ -508,6 +499,8 @@ class ScreeningDay:
             np.maximum(minutes, backlog.take(col), out=minutes)
         self.minutes = minutes
         self.team_waits = minutes[self._r:]
+        if self._views is not None:
+            self._keep()  # the new state into the kernel's buffer
         # tuple.__new__ skips the named tuple's Python-level __new__ (same object, less overhead).
         return _tuple_new(StepResult, (queues_before, waits, wait, team))
 
