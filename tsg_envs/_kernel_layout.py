@@ -61,8 +61,9 @@ def pack(
     head[[H_R, H_T, H_W, H_C, H_M]] = r, t, w, c, m
     head[[H_CAT, H_HIST, H_MIN, H_CLOCK]] = category_start, history_start, minutes_start, clock_pos
     head[H_DAY] = day_length
+    # ... and scratch space for the products A_c·π (M) and π·membership (R).
     parts = [head, np.zeros(state_size(r, t, c)), rates, members, team_idx, a_risk, b_risk,
-             row_scale, inv_expected]
+             row_scale, inv_expected, np.zeros(m + r)]
     return np.ascontiguousarray(
         np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts])
     )

@@ -164,6 +164,9 @@ def fused_step(
     o_b = o_a + nc * m * t
     o_scale = o_b + nc * m
     o_inv = o_scale + nc
+    o_scratch = o_inv + nc
+    prod = blob[o_scratch: o_scratch + m]  # np.dot(..., out): no array made per product
+    load = blob[o_scratch + m: o_scratch + m + r]
     # The check (env.step's hot path) -------------------------------------------------
     for k in range(t):
         v = a[k]
@@ -172,7 +175,7 @@ def fused_step(
     total = fsum(a)
     a_c = blob[o_a + c * m * t: o_a + (c + 1) * m * t].reshape((m, t))
     b_c = blob[o_b + c * m: o_b + (c + 1) * m]
-    prod = np.dot(a_c, a)
+    np.dot(a_c, a, prod)
     rows = prod[0] - b_c[0]
     for k in range(1, m):
         v = prod[k] - b_c[k]
@@ -194,7 +197,7 @@ def fused_step(
         for k in range(t):
             e[k] = a[k] / total
         if rows + blob[o_scale + c] * dev * 2.0 > _TOL_REPROJECT:
-            prod = np.dot(a_c, e)
+            np.dot(a_c, e, prod)
             worst = prod[0] - b_c[0]
             for k in range(1, m):
                 v = prod[k] - b_c[k]
@@ -208,7 +211,7 @@ def fused_step(
     rates = blob[o_rates: o_rates + r]
     out_queues[row, :] = q
     wait = np.dot(e, minutes[r:])
-    load = np.dot(e, blob[o_mem: o_mem + t * r].reshape((t, r)))
+    np.dot(e, blob[o_mem: o_mem + t * r].reshape((t, r)), load)
     for k in range(r):
         q[k] = load[k] + q[k]
     blob[o_hist + c] += 1.0
