@@ -185,7 +185,8 @@ def format_report(
             if row.first_step_seconds is None:
                 first_step = "-"
             else:
-                first_step = f"{row.first_step_seconds:.3f}"
+                x = row.first_step_seconds
+                first_step = f"{x:.3f}" if x >= 0.001 else "< 0.001"
                 if row.compile_seconds is not None:
                     first_step += f" ({row.compile_seconds:.2f})"
             lines.append(f"| `{row.env_id}` | {row.kernel} | {row.env_sps:,.0f} "
