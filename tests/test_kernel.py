@@ -134,7 +134,10 @@ def test_auto_is_numpy_without_numba(monkeypatch) -> None:
 
 
 def test_forcing_numba_without_it_fails_at_the_first_step_naming_the_extra(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "tsg_envs._numba_step", None)  # import fails
+    import tsg_envs
+
+    monkeypatch.setitem(sys.modules, "tsg_envs.numba_step", None)  # import fails
+    monkeypatch.delattr(tsg_envs, "numba_step", raising=False)  # even if loaded before
     with _kernel("numba"):
         env = gym.make("tsg/Screening-Window-5F-v1")
     _, info = env.reset(seed=0)
@@ -302,7 +305,7 @@ def _envs() -> tuple[gym.Env, gym.Env]:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(min_value=0.0, max_value=1e100, allow_nan=False), max_size=24))
 def test_fsum_is_pythons(values: list[float]) -> None:
-    from tsg_envs._numba_step import fsum
+    from tsg_envs.numba_step import fsum
 
     got = fsum(np.array(values, dtype=np.float64))
     assert np.float64(got).tobytes() == np.float64(math.fsum(values)).tobytes()

@@ -24,7 +24,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from scipy import special
 
-from tsg_envs import _kernel_layout as layout
+from tsg_envs import kernel_layout as layout
 from tsg_envs.game import Game
 
 QueueMode = Literal["expected", "sampled"]
@@ -253,7 +253,7 @@ class ScreeningDay:
     observation lays them out), with ``backlog`` and ``team_waits`` views of it, is kept current
     after every drain so that faces read them without recomputing.
 
-    ``state``: the compiled step's buffer (``tsg_envs._kernel_layout.pack``; the environment
+    ``state``: the compiled step's buffer (``tsg_envs.kernel_layout.pack``; the environment
     passes it when ``TSG_ENVS_KERNEL`` picks numba). ξ, the minutes and h then live in it, and
     ``queues``, ``minutes`` and ``team_waits`` are views that every step rewrites in place (copy
     them to keep them); without it every step makes new arrays. The numbers are the same.
@@ -269,7 +269,7 @@ class ScreeningDay:
         if queue_mode not in ("expected", "sampled"):
             raise ValueError(f"queue_mode must be 'expected' or 'sampled', got {queue_mode!r}")
         self.game = game
-        # With ``state`` (the compiled kernel's buffer, tsg_envs._kernel_layout.pack), ξ, the
+        # With ``state`` (the compiled kernel's buffer, tsg_envs.kernel_layout.pack), ξ, the
         # minutes and h live in it, at fixed places, as views that every step updates in place.
         self._buffer = state
         self._views: tuple[np.ndarray, np.ndarray] | None = None
@@ -313,7 +313,7 @@ class ScreeningDay:
         r, t, c = g.n_resources, g.n_teams, g.n_categories
         size = layout.state_size(r, t, c)
         if state.dtype != np.float64 or state.ndim != 1 or state.shape[0] < layout.HEADER + size:
-            raise ValueError("state must be a float64 buffer of tsg_envs._kernel_layout.pack")
+            raise ValueError("state must be a float64 buffer of tsg_envs.kernel_layout.pack")
         block = state[layout.HEADER: layout.HEADER + size]
         self._views = (block[:r], block[r: r + r + t])
         self._history_view = block[r + r + t:]
@@ -515,7 +515,7 @@ class ScreeningDay:
         row: int,
         onehot: int,
     ) -> tuple[float, float, int, int, int, float] | None:
-        """The environment's common step as one compiled call (``tsg_envs._numba_step``).
+        """The environment's common step as one compiled call (``tsg_envs.numba_step``).
 
         Needs the kernel's buffer (``state``). Returns (wait, violation, and the next
         passenger's category, θ, κ and τ), or None with nothing changed when the kernel leaves

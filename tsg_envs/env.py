@@ -15,8 +15,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from tsg_envs import _kernel_layout as layout
 from tsg_envs import kernel as kernel_mod
+from tsg_envs import kernel_layout as layout
 from tsg_envs import validation
 from tsg_envs.cache import KeyedCache
 from tsg_envs.dynamics import Arrivals, QueueMode, ScreeningDay, sample_arrivals, team_index

@@ -69,10 +69,10 @@ def load_kernel() -> Any:
         ImportError: numba is not installed (``pip install tsg-envs[fast]``).
     """
     try:
-        from tsg_envs import _numba_step
+        from tsg_envs import numba_step
     except ImportError as exc:  # numba missing or broken
         raise ImportError(
             f"{KERNEL_ENV_VAR}=numba needs numba (pip install 'tsg-envs[fast]'): {exc}"
         ) from exc
-    return _numba_step
+    return numba_step
 

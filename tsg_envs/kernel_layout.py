@@ -2,7 +2,7 @@
 
 One float64 array: a header of sizes and observation positions, the day's state (queues ξ,
 minutes, history h: :class:`tsg_envs.ScreeningDay` keeps views of it), then the constants of the
-instance. :func:`pack` builds it; ``tsg_envs._numba_step`` reads it in the same order.
+instance. :func:`pack` builds it; ``tsg_envs.numba_step`` reads it in the same order.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from tsg_envs._kernel_layout import (
+from tsg_envs.kernel_layout import (
     H_C,
     H_CAT,
     H_CLOCK,
@@ -137,7 +137,7 @@ def fused_step(
 
     Args:
         a: the proposal, (T,).
-        blob: :func:`tsg_envs._kernel_layout.pack`'s buffer (its state is read and updated).
+        blob: :func:`tsg_envs.kernel_layout.pack`'s buffer (its state is read and updated).
         obs: the environment's observation buffer (updated in place).
         out_obs: row ``row`` receives the returned observation.
         out_queues: row ``row`` receives the queues before this passenger's load.
