@@ -21,9 +21,12 @@ def test_bench_quick_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "Machine: cpu" in out and "git commit" in out
-    assert "| `tsg/Screening-v1` |" in out and "| `CartPole-v1` |" in out
-    ratio = float(out.split("target >= 0.75) | **")[1].split("**")[0])
-    assert ratio > 0.05  # a sanity bound only: timings on a shared CI box vary
+    assert "| `CartPole-v1` |" in out
+    for kernel in bench.speed_kernels():  # numpy, and numba where it is installed
+        row = next(line for line in out.splitlines()
+                   if line.startswith(f"| `tsg/Screening-v1` | {kernel} |"))
+        ratio = float(row.split("| **")[1].split("**")[0])
+        assert ratio > 0.05  # a sanity bound only: timings on a shared CI box vary
     lp_rows = [line for line in out.splitlines() if line.startswith("| 10 |")
                or line.startswith("| 20 |")]
     assert len(lp_rows) == 2

@@ -17,12 +17,14 @@ arriving passenger:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from scipy import special
 
+from tsg_envs import kernel_layout as layout
 from tsg_envs.game import Game
 
 QueueMode = Literal["expected", "sampled"]
@@ -37,6 +39,7 @@ __all__ = [
     "sample_arrivals_batch",
     "ScreeningDay",
     "StepResult",
+    "team_index",
     "team_waits",
     "truncated_normal_ppf",
 ]
@@ -216,6 +219,12 @@ def team_waits(queues: np.ndarray, rates: np.ndarray, team_members: np.ndarray) 
     return (minutes[..., None, :] * team_members).max(axis=-1)
 
 
+def team_index(game: Game) -> np.ndarray:
+    """(T, largest team) resource indices of each team; smaller teams repeat a member."""
+    width = int(game.team_members.sum(axis=1).max())
+    return np.array([np.resize(np.flatnonzero(row), width) for row in game.team_members])
+
+
 class StepResult(NamedTuple):
     """What one passenger's screening did (an immutable named tuple: cheap to make per step).
 
@@ -243,21 +252,34 @@ class ScreeningDay:
     arrivals. ``minutes`` (R + T: the backlog ξ_r / f_r, then the team waits w_t, as the env's
     observation lays them out), with ``backlog`` and ``team_waits`` views of it, is kept current
     after every drain so that faces read them without recomputing.
+
+    ``state``: the compiled step's buffer (``tsg_envs.kernel_layout.pack``; the environment
+    passes it when ``TSG_ENVS_KERNEL`` picks numba). ξ, the minutes and h then live in it, and
+    ``queues``, ``minutes`` and ``team_waits`` are views that every step rewrites in place (copy
+    them to keep them); without it every step makes new arrays. The numbers are the same.
     """
 
-    def __init__(self, game: Game, queue_mode: QueueMode = "expected") -> None:
+    queues: np.ndarray
+    minutes: np.ndarray
+    team_waits: np.ndarray
+
+    def __init__(
+        self, game: Game, queue_mode: QueueMode = "expected", state: np.ndarray | None = None
+    ) -> None:
         if queue_mode not in ("expected", "sampled"):
             raise ValueError(f"queue_mode must be 'expected' or 'sampled', got {queue_mode!r}")
         self.game = game
+        # With ``state`` (the compiled kernel's buffer, tsg_envs.kernel_layout.pack), ξ, the
+        # minutes and h live in it, at fixed places, as views that every step updates in place.
+        self._buffer = state
+        self._views: tuple[np.ndarray, np.ndarray] | None = None
+        if state is not None:
+            self._attach(state)
         self.queue_mode = queue_mode
         self._rates = game.rates
         self._members = game.team_members.astype(float)
-        sizes = game.team_members.sum(axis=1)
-        # (T, max team size) resource indices; smaller teams repeat a member (max is unchanged).
-        width = int(sizes.max())
-        self._team_idx = np.array(
-            [np.resize(np.flatnonzero(row), width) for row in game.team_members]
-        )
+        self._team_idx = team_index(game)
+        width = self._team_idx.shape[1]
         self._member_lists = [np.flatnonzero(row) for row in game.team_members]
         # The same indices column by column: w = max over columns of backlog[column] (exact, and
         # a few small numpy calls instead of a fancy index plus an axis reduction).
@@ -280,6 +302,39 @@ class ScreeningDay:
         self.queues = queues
         self._history = [0] * self.game.n_categories
         self._refresh()
+        if self._views is not None:
+            self._history_view[:] = 0.0
+            self._history = self._history_view  # type: ignore[assignment]
+            self._keep()
+
+    def _attach(self, state: np.ndarray) -> None:
+        """Make ``_views`` and ``_history_view``: the state's places in the kernel's buffer."""
+        g = self.game
+        r, t, c = g.n_resources, g.n_teams, g.n_categories
+        size = layout.state_size(r, t, c)
+        if state.dtype != np.float64 or state.ndim != 1 or state.shape[0] < layout.HEADER + size:
+            raise ValueError("state must be a float64 buffer of tsg_envs.kernel_layout.pack")
+        block = state[layout.HEADER: layout.HEADER + size]
+        self._views = (block[:r], block[r: r + r + t])
+        self._history_view = block[r + r + t:]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickled or deep-copied: the state's arrays are views of the (copied) buffer again."""
+        self.__dict__.update(state)
+        if self._buffer is not None:
+            self._attach(self._buffer)
+            assert self._views is not None
+            queues, minutes = self._views
+            self.queues, self.minutes, self.team_waits = queues, minutes, minutes[self._r:]
+            self._history = self._history_view  # type: ignore[assignment]
+
+    def _keep(self) -> None:
+        """With a kernel's buffer: copy the state just computed into it and read it from there."""
+        assert self._views is not None
+        queues, minutes = self._views
+        queues[:] = self.queues
+        minutes[:] = self.minutes
+        self.queues, self.minutes, self.team_waits = queues, minutes, minutes[self._r:]
 
     @property
     def history(self) -> np.ndarray:
@@ -288,7 +343,7 @@ class ScreeningDay:
 
     def screened(self, c: int) -> int:
         """h_c, passengers of category ``c`` screened so far (no array built)."""
-        return self._history[c]
+        return int(self._history[c])
 
     @property
     def n_passengers(self) -> int:
@@ -409,6 +464,9 @@ class ScreeningDay:
             raise RuntimeError("the day is over: reset before stepping")
         queues_before = self.queues
         waits = self.team_waits
+        if self._views is not None:  # views of the kernel's buffer: the result keeps copies
+            queues_before = queues_before.copy()
+            waits = waits.copy()
         if self._expected:
             # ndarray.dot: the same BLAS products as ``@`` without the gufunc overhead; the load
             # is added to the queues in place (x + y == y + x: the same sums as before).
@@ -441,8 +499,48 @@ class ScreeningDay:
             np.maximum(minutes, backlog.take(col), out=minutes)
         self.minutes = minutes
         self.team_waits = minutes[self._r:]
+        if self._views is not None:
+            self._keep()  # the new state into the kernel's buffer
         # tuple.__new__ skips the named tuple's Python-level __new__ (same object, less overhead).
         return _tuple_new(StepResult, (queues_before, waits, wait, team))
+
+    def step_fused(
+        self,
+        fused: Callable[..., tuple[float, float]],
+        action: np.ndarray,
+        obs: np.ndarray,
+        out_obs: np.ndarray,
+        out_queues: np.ndarray,
+        out_actions: np.ndarray,
+        row: int,
+        onehot: int,
+    ) -> tuple[float, float, int, int, int, float] | None:
+        """The environment's common step as one compiled call (``tsg_envs.numba_step``).
+
+        Needs the kernel's buffer (``state``). Returns (wait, violation, and the next
+        passenger's category, θ, κ and τ), or None with nothing changed when the kernel leaves
+        the proposal to the numpy path (or the day is over).
+        """
+        i = self.index
+        n = self._n
+        if i >= n or self._buffer is None:
+            return None
+        i1 = i + 1
+        if i1 < n:
+            nxt = self._cats[i1]
+            clock = self._times[i1]
+            gap = clock - self._times[i]
+        else:
+            nxt, clock, gap = -1, self.clock, 0.0
+        wait, viol = fused(action, self._buffer, obs, out_obs, out_queues, out_actions, row,
+                           self._cats[i], nxt, gap, clock, onehot)
+        if viol < 0.0:
+            return None
+        self.index = i1
+        self.clock = clock
+        if nxt < 0:
+            return wait, viol, -1, -1, -1, clock
+        return wait, viol, nxt, self._thetas[i1], self._flights[i1], clock
 
 
 class BatchStepResult(NamedTuple):
@@ -491,9 +589,8 @@ class DayBatch:
         p, r = game.n_passengers, game.n_resources
         self._rates = game.rates
         self._members = game.team_members.astype(float)
-        width = int(game.team_members.sum(axis=1).max())
-        team_idx = np.array([np.resize(np.flatnonzero(row), width) for row in game.team_members])
-        self._team_cols = [np.ascontiguousarray(team_idx[:, j]) for j in range(width)]
+        team_idx = team_index(game)
+        self._team_cols = [np.ascontiguousarray(col) for col in team_idx.T]
         # Arrivals, one row per day, plus a sentinel column (-1 / the last time) read after the
         # last passenger, so the waiting passenger is always one gather away.
         self._times = np.zeros((self.n, p + 1))

@@ -15,11 +15,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from tsg_envs import kernel as kernel_mod
+from tsg_envs import kernel_layout as layout
 from tsg_envs import validation
 from tsg_envs.cache import KeyedCache
-from tsg_envs.dynamics import Arrivals, QueueMode, ScreeningDay, sample_arrivals
+from tsg_envs.dynamics import Arrivals, QueueMode, ScreeningDay, sample_arrivals, team_index
 from tsg_envs.game import Game, GameConfig
 from tsg_envs.instances import make_game
+from tsg_envs.kernel import KernelName, kernel_name
 from tsg_envs.lp import WindowLPSolution, solve_window_lp, window_edges
 from tsg_envs.polytope import FEASIBILITY_TOL, Polytope, PolytopeSet, alpha_project, build_polytopes
 
@@ -55,6 +58,10 @@ _POLYTOPE_CACHE: KeyedCache[PolytopeSet] = KeyedCache(32)
 _HUGE: float = 1e150
 #: The float64 dtype (an action of this dtype skips the conversion).
 _F64 = np.dtype(np.float64)
+#: The strides of a C-contiguous float64 vector (what the compiled step takes).
+_C_STRIDES = (8,)
+#: Steps whose outputs (observation, queues, executed action) share one allocation (kernel).
+_POOL = 256
 
 
 def _cached_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
@@ -320,8 +327,8 @@ class ScreeningEnv(gym.Env):
         self._b_risk_py = [row.tolist() for row in self._b_risk]
         self._inv_expected_list = self._inv_expected.tolist()
         # Largest |coefficient| of each category's risk rows (bounds |a·π| for π ≥ 0, Σπ ≈ 1).
-        self._row_scale_list = np.abs(self._a_risk).max(axis=(1, 2)).tolist()
-        self._day = ScreeningDay(g, queue_mode)
+        row_scale = np.abs(self._a_risk).max(axis=(1, 2))
+        self._row_scale_list = row_scale.tolist()
 
         # Spaces ------------------------------------------------------------------------------
         c, r = g.n_categories, g.n_resources
@@ -350,6 +357,22 @@ class ScreeningEnv(gym.Env):
         self._history_start = self._history_slice.start
         self._clock_pos = self.obs_layout["clock"].start
         self._day_length = self.game.day_length
+        # The implementation (tsg_envs.kernel): the compiled kernel covers expected queues.
+        self.kernel: KernelName = kernel_name() if queue_mode == "expected" else "numpy"
+        self._kernel_on = self.kernel == "numba"
+        self._fused: Any = None  # the compiled step, loaded at the first step
+        if self.kernel == "numba":
+            self._buffer = layout.pack(
+                rates=g.rates, members=g.team_members, team_idx=team_index(g),
+                a_risk=self._a_risk, b_risk=self._b_risk, row_scale=row_scale,
+                inv_expected=self._inv_expected, category_start=self._category_start,
+                history_start=self._history_start, minutes_start=self._minutes_slice.start,
+                clock_pos=self._clock_pos, day_length=self._day_length,
+            )
+            self._day = ScreeningDay(g, queue_mode, state=self._buffer)
+        else:
+            self._day = ScreeningDay(g, queue_mode)
+        self._pool_row = _POOL  # the output rows of the kernel's steps (made when first needed)
 
     # Public helpers -------------------------------------------------------------------------
     @property
@@ -364,6 +387,11 @@ class ScreeningEnv(gym.Env):
     # Gymnasium API ------------------------------------------------------------------------
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Screen the waiting passenger with ``action`` and move to the next arrival."""
+        if (self._kernel_on and type(action) is np.ndarray and action.dtype is _F64
+                and action.shape == self._action_shape and action.strides == _C_STRIDES):
+            out = self._step_fused(action)
+            if out is not None:
+                return out
         day = self._day
         c = day.category
         if c < 0:
@@ -438,6 +466,58 @@ class ScreeningEnv(gym.Env):
             ):
                 executed = self._reproject(executed, c)
         return self._advance(c, executed, penalty, viol)
+
+    def _step_fused(self, action: np.ndarray
+                    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]] | None:
+        """The common step as one compiled call (tsg_envs.kernel); None: take the numpy path.
+
+        The returned observation, queues and executed action are rows of arrays made every
+        :data:`_POOL` steps, each row handed out once and never written again.
+        """
+        fused = self._fused
+        if fused is None:
+            # The entry point without numba's type matching: step() passed a C-contiguous
+            # float64 action of the right shape; the rest are this env's own arrays and numbers.
+            fused = self._fused = kernel_mod.load_kernel().fused_step_unchecked
+        j = self._pool_row
+        if j == _POOL:
+            t = self._action_shape[0]
+            self._pool_obs = np.empty((_POOL, self._obs_buf.shape[0]), dtype=np.float32)
+            self._pool_queues = np.empty((_POOL, self.game.n_resources))
+            self._pool_actions = np.empty((_POOL, t))
+            j = 0
+        try:
+            out = self._day.step_fused(fused, action, self._obs_buf, self._pool_obs,
+                                       self._pool_queues, self._pool_actions, j,
+                                       self._onehot_pos)
+        except TypeError:  # a type the kernel does not take (step() checks it before)
+            return None
+        if out is None:
+            return None
+        self._pool_row = j + 1
+        wait, viol, nxt, theta, flight, clock = out
+        self._last_wait = wait
+        if nxt >= 0:
+            self._onehot_pos = self._category_start + nxt
+        info = {
+            "category": nxt,
+            "theta": theta,
+            "flight": flight,
+            "time": clock,
+            "queues": self._pool_queues[j],
+            "wait": wait,
+            "penalty": 0.0,
+            "proposed_violation": viol,
+            "executed_action": self._pool_actions[j],
+            "team": -1,
+        }
+        return self._pool_obs[j], -wait - 0.0, nxt < 0, False, info
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable: the compiled step is not; it is loaded again at the next step."""
+        state = self.__dict__.copy()
+        state["_fused"] = None
+        return state
 
     def _reproject(self, executed: np.ndarray, c: int) -> np.ndarray:
         """α-project a renormalised proposal if renormalising pushed a risk row past the tol."""

@@ -1,0 +1,78 @@
+"""Which implementation steps the single environment: plain numpy, or a compiled numba kernel.
+
+The numpy step (:meth:`tsg_envs.ScreeningEnv.step` and :meth:`tsg_envs.ScreeningDay.step`) is
+the reference. When numba is installed (``pip install tsg-envs[fast]``; Tianshou, in the
+``baselines`` extra, already brings it), the common step (a proposal of the right shape, within
+the tolerance of its polytope, expected queue mode) runs as one compiled call that does the
+action check, the renormalisation, the queue update and the observation together, with the same
+floating-point operations in the same order: every observation, reward, termination and info is
+bit for bit the numpy step's (``tests/test_kernel.py`` steps both over many days and
+configurations, and a hypothesis property over random proposals). Everything else (proposals
+outside the tolerance, sampled queues, the duel's inserted attacker) takes the numpy path.
+
+Choose with the environment variable ``TSG_ENVS_KERNEL``, read when an environment is made:
+
+* ``auto`` (default): numba when it can be imported, else numpy;
+* ``numpy``: always the plain numpy path;
+* ``numba``: the kernel, and an ``ImportError`` at the first step if numba is missing.
+
+The default is ``auto`` because the kernel gives the same numbers about twice as fast
+(``python -m benchmarks.envs --speed``) and an install without numba loses nothing but speed.
+Importing :mod:`tsg_envs` never imports numba: the kernel is imported, and compiled or loaded
+from numba's cache (``cache=True``; ``NUMBA_CACHE_DIR`` when the package directory is read-only),
+at an environment's first step.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any, Literal
+
+__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel"]
+
+#: The environment variable that picks the implementation (``auto``, ``numpy`` or ``numba``).
+KERNEL_ENV_VAR = "TSG_ENVS_KERNEL"
+
+KernelName = Literal["numpy", "numba"]
+
+_CHOICES = ("auto", "numpy", "numba")
+
+
+def kernel_name(choice: str | None = None) -> KernelName:
+    """The implementation an environment made now uses.
+
+    Args:
+        choice: ``auto``, ``numpy`` or ``numba``; None reads ``TSG_ENVS_KERNEL`` (default
+            ``auto``).
+
+    Returns:
+        ``"numba"`` or ``"numpy"``. ``auto`` gives numba when it is installed (looked up without
+        importing it).
+
+    Raises:
+        ValueError: An unknown choice (the variable's value is named).
+    """
+    if choice is None:
+        choice = os.environ.get(KERNEL_ENV_VAR, "auto").strip().lower() or "auto"
+    if choice not in _CHOICES:
+        raise ValueError(f"{KERNEL_ENV_VAR} must be one of {', '.join(_CHOICES)}, got {choice!r}")
+    if choice == "auto":
+        return "numba" if importlib.util.find_spec("numba") is not None else "numpy"
+    return "numba" if choice == "numba" else "numpy"
+
+
+def load_kernel() -> Any:
+    """Import the compiled kernel's module (compiling, or loading numba's cache, the first time).
+
+    Raises:
+        ImportError: numba is not installed (``pip install tsg-envs[fast]``).
+    """
+    try:
+        from tsg_envs import numba_step
+    except ImportError as exc:  # numba missing or broken
+        raise ImportError(
+            f"{KERNEL_ENV_VAR}=numba needs numba (pip install 'tsg-envs[fast]'): {exc}"
+        ) from exc
+    return numba_step
+
