@@ -50,13 +50,13 @@ def _size(k: int, x: float = 1.0) -> dict[str, Any]:
     return {"flights": k, "passengers": 100, "setup": {"environment": 1.0 * x},
             "train": {"unit_s": 2.0 * x, "fixed_s": 0.5, "per_step_s": 1e-4,
                       "validation_s": 0.1},
-            "evaluate": {"lp": {"unit_s": 0.5 * x}}, "unit_s": 3.5 * x,
+            "evaluate": {"lp": {"unit_s": 0.5 * x}}, "unit_s": 3.5 * x, "sample_cpu_s": 6.0,
             "machine": {"cpu": "test CPU", "cores": "2", "git commit": "abc"}}
 
 
 def test_protocol_cost_extrapolates_every_point_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
     # every point of experiments 2 and 4 has twice the 10-flight sample's passengers
-    monkeypatch.setattr(paper_summary, "_passengers", lambda n, sigma: 200)
+    monkeypatch.setattr(paper_summary, "point_passengers", lambda n, sigma: 200)
     sizes = {k: _size(k) for k in PaperConfig().flights}
     out = cost.protocol_cost(sizes)
     # fig1: 6 flight counts x 30 instances x 3.5 s; fig2: 6 points x 10 x 3.5 x 2; fig4: 7 x 10
@@ -73,12 +73,13 @@ def test_protocol_cost_extrapolates_every_point_by_hand(monkeypatch: pytest.Monk
 
 
 def test_block_says_what_was_measured_and_extrapolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(paper_summary, "_passengers", lambda n, sigma: 100)
+    monkeypatch.setattr(paper_summary, "point_passengers", lambda n, sigma: 100)
     sizes = {k: _size(k, 10.0) for k in PaperConfig().flights}  # 35 s a unit
     doc = {"command": "python -m experiments.paper.cost", "sample": cost.SAMPLE,
            "sizes": {str(k): v for k, v in sizes.items()}, "cost": cost.protocol_cost(sizes)}
     text = cost.block_text(doc)
     assert "Measured" in text and "Extrapolated" in text
+    assert "The sample took 0.6 CPU minutes" in text  # 6 flight counts x 6 s
     # fig1: 6 x 30 x 35 s = 1.75 h; fig2: 6 x 10 x 35 s = 0.58 h; fig4: 7 x 10 x 35 s = 0.68 h
     assert "| **all** (fig1 1.75, fig2 0.58, fig4 0.68) | **3.01** | |" in text
     # training: 20 s of each 35 s unit, 310 units

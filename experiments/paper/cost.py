@@ -131,7 +131,7 @@ def measure_flights(n_flights: int, sample: dict[str, Any] | None = None,
     from baselines.api import RunConfig, build_agent, get_method
     from baselines.runs import validate
     from experiments.paper.config import BASE_ID, PaperConfig, Setting, agent_names
-    from experiments.paper.units import _unit_kwargs
+    from experiments.paper.units import unit_kwargs
     from tsg_envs.harness import roll_days
     from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
@@ -142,7 +142,7 @@ def measure_flights(n_flights: int, sample: dict[str, Any] | None = None,
     setup: dict[str, float] = {}
 
     def make_env() -> Any:
-        kwargs = _unit_kwargs(setting, inst)
+        kwargs = unit_kwargs(setting, inst)
         return gym.make(BASE_ID, instance_seed=inst, **kwargs)
 
     env, setup["environment"] = _cpu(make_env)
@@ -227,10 +227,10 @@ def protocol_cost(sizes: dict[int, dict[str, Any]]) -> dict[str, Any]:
 
     Experiment 1's points are their own flight count's unit times its instances; the points of
     experiments 2 and 4 scale the 10-flight unit linearly in passengers (each point's instance
-    0, :func:`experiments.paper.summary._passengers`).
+    0, :func:`experiments.paper.summary.point_passengers`).
     """
     from experiments.paper.config import PaperConfig, experiment_instances, experiment_settings
-    from experiments.paper.summary import _passengers
+    from experiments.paper.summary import point_passengers
 
     full = PaperConfig()
     by_type: dict[str, float] = {}
@@ -244,7 +244,7 @@ def protocol_cost(sizes: dict[int, dict[str, Any]]) -> dict[str, Any]:
             if fig == "fig1":
                 scale, how = 1.0, "measured"
             else:
-                scale = _passengers(k, st.kwargs.get("arrival_std")) / ref["passengers"]
+                scale = point_passengers(k, st.kwargs.get("arrival_std")) / ref["passengers"]
                 how = f"{k}F unit x passengers"
             parts = {"set-up": sum(ref["setup"].values()),
                      "training": ref["train"]["unit_s"],
@@ -346,7 +346,9 @@ def block_text(doc: dict[str, Any], json_path: str = "results/paper/cost.json") 
               "training linearly in gradient steps to 10,000 plus 6 validations, the rollouts "
               "linearly in days to the harness's chunks of a unit's 100 days (64 + 36), every "
               "point to its instances, and experiments 2 and 4 from the 10-flight unit "
-              f"linearly in passengers. {m['cpu']}, {m['cores']} cores, shared with other work "
+              f"linearly in passengers. The sample took "
+              f"{sum(s['sample_cpu_s'] for s in sizes.values()) / 60:.1f} CPU minutes on "
+              f"{m['cpu']}, {m['cores']} cores, shared with other work "
               f"while it ran; commit {m['git commit']}; `{json_path}` from "
               f"`{doc['command']}`)"]
     return "\n".join(lines)
