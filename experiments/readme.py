@@ -34,6 +34,7 @@ headline       the main job, the quick board, fig 1  (the three above)
 loop-output    the README's python block above it    (code: run as written)
 vector-output  the README's python block above it    (code: run as written)
 test-time      ``results/bench_tests.json``          ``python -m benchmarks.tests``
+paper-cost     ``results/paper/cost.json``           ``python -m experiments.paper.cost``
 offline-data   ``results/offline/datasets.json``     ``python -m experiments.offline``
 offline-bc     ``results/offline/bc.json``           ``python -m experiments.offline``
 =============  ====================================  ===========================================
@@ -276,6 +277,15 @@ def _test_time(root: Path) -> str:
     return block_text(json.loads(path.read_text(encoding="utf-8")))
 
 
+def _paper_cost(root: Path) -> str:
+    from experiments.paper.cost import block_text
+
+    path = root / "results" / "paper" / "cost.json"
+    if not path.exists():
+        return "(not measured yet: `python -m experiments.paper.cost`)"
+    return block_text(json.loads(path.read_text(encoding="utf-8")))
+
+
 def _machine(payload: dict) -> str:
     hw = (payload.get("machine") or {}).get("hardware") or {}
     return f"{hw.get('processor') or 'unknown CPU'}, {hw.get('cpu_count')} CPUs"
@@ -344,6 +354,7 @@ BLOCKS: dict[str, Generator] = {
     "loop-output": _output_of("loop-output"),
     "vector-output": _output_of("vector-output"),
     "test-time": _test_time,
+    "paper-cost": _paper_cost,
     "offline-data": _offline_data,
     "offline-bc": _offline_bc,
 }

@@ -208,13 +208,14 @@ def test_legacy_pt_checkpoints_convert_to_the_same_policy(tmp_path: Path) -> Non
 
 
 # Exact resumes -----------------------------------------------------------------------------------
-OFF = {"hidden_sizes": [16, 16], "eval_every": 100, "eval_days": 1, "warmup_steps": 100,
+OFF = {"hidden_sizes": [16, 16], "eval_every": 20, "eval_days": 1, "warmup_steps": 400,
        "batch_size": 32, "updates_per_step": 1.0, "checkpoint_every": 1, "save_buffer": True}
 #: algo -> (hparams, budget ending exactly at the first day's end, a larger budget).
 RESUMES = {
-    # 100 warm-up steps + 350 gradient steps = 450 environment steps: one day
-    "alpha-td3": (OFF, 350, 420),
-    "sac": (OFF, 350, 420),
+    # 400 warm-up steps + 50 gradient steps = 450 environment steps: one day (validations at
+    # 0, 20 and 40 gradient steps before the resume, 60 and 80 after it)
+    "alpha-td3": (OFF, 50, 80),
+    "sac": (OFF, 50, 80),
     # rollouts of 150 steps, 3 mini-batches each: 3 rollouts = 9 gradient steps = one day
     "ppo": ({"hidden_sizes": [16, 16], "eval_every": 6, "eval_days": 1, "n_steps": 150,
              "batch_size": 64, "repeat": 1, "checkpoint_every": 1}, 9, 15),

@@ -59,12 +59,29 @@ def _run(name: str, out: Path, *extra: str, capsys=None, subprocess_run: bool = 
     return json.loads((out / "eval.json").read_text()), text
 
 
+#: Methods the default tier runs in a process of their own (``python -m baselines.train``: the CLI
+#: as a user runs it, imports and start-up included); it runs the others' tiny budgets in this
+#: process, through the same ``main``. The slow tier runs every method in its own process.
+OWN_PROCESS = ("lp", "alpha-ddpg")
+
+
 @pytest.mark.parametrize("name", NON_LEARNING + LEARNED)
-def test_tiny_budget_run_of_every_method(name, tmp_path: Path):
+def test_tiny_budget_run_of_every_method(name, tmp_path: Path, capsys):
+    """Every method's tiny budget through the CLI; ``OWN_PROCESS`` in a process of its own."""
+    _check_tiny_run(name, tmp_path, subprocess_run=name in OWN_PROCESS, capsys=capsys)
+
+
+@pytest.mark.slow  # a process per method: about 2 CPU minutes of imports and start-ups
+@pytest.mark.parametrize("name", NON_LEARNING + LEARNED)
+def test_tiny_budget_run_of_every_method_in_its_own_process(name, tmp_path: Path):
     """Every method as a user runs it: ``python -m baselines.train`` in a process of its own."""
+    _check_tiny_run(name, tmp_path, subprocess_run=True)
+
+
+def _check_tiny_run(name: str, tmp_path: Path, subprocess_run: bool, capsys=None) -> None:
     _require(name)
     budget = TINY_BUDGET.get(name, OFF_POLICY_TINY) if name in LEARNED else []
-    record, text = _run(name, tmp_path, *budget, subprocess_run=True)
+    record, text = _run(name, tmp_path, *budget, capsys=capsys, subprocess_run=subprocess_run)
     s = record["summary"]
     assert record["algo"] == name and record["env_id"] == ENV_ID
     assert record["eval_seeds"] == [10_000]

@@ -153,7 +153,8 @@ def test_a_checkpoint_row_shows_the_budget_it_was_trained_for(tmp_path: Path) ->
     run = tmp_path / "run"
     get_method("alpha-ddpg").train(RunConfig(
         algo="alpha-ddpg", env_id="tsg/Screening-Window-5F-v1", gradient_steps=10, seed=0,
-        out=run, instance_seed=0, progress=False))
+        out=run, instance_seed=0, progress=False,
+        hparams={"warmup_steps": 50, "batch_size": 16, "eval_every": 0}))
     out = tmp_path / "results"
     for name, steps in (("labelled", 10), ("unlabelled", None)):
         spec = SubmissionSpec("alpha-ddpg", checkpoint=str(run), name=name,

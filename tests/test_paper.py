@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import experiments.paper.run as paper_run
+import experiments.paper.summary as paper_summary
 from experiments.paper import PaperConfig, run_paper, verify_units
 from experiments.paper import statistics as paper_stats
 from experiments.paper.__main__ import main
@@ -17,7 +19,25 @@ from experiments.paper.units import train_path, unit_key, unit_path
 from leaderboard.runner import Execution
 from tsg_envs.seeds import LEADERBOARD_SEED_BASE
 
+#: summary.point_passengers itself (the module's fixture replaces it while the tests run).
+REAL_POINT_PASSENGERS = paper_summary.point_passengers
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _small_passenger_counts() -> Iterator[None]:
+    """Passenger counts of the full protocol's points: real up to 10 flights, 100 a flight above.
+
+    Every summary extrapolates its runtime to the full protocol's points, whose passenger counts
+    draw their games (300 flights: about 20 CPU s of calibration LPs). No test of this module
+    asserts the extrapolated hours; :func:`test_point_passengers_are_the_games` checks the real
+    function.
+    """
+    real = REAL_POINT_PASSENGERS
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paper_summary, "point_passengers",
+                   lambda n, sigma: real(n, sigma) if n <= 10 else 100 * n)
+        yield
 #: Every run here: in this process, no progress bar.
 QUIET = Execution(progress=False)
 FIGURES = (
@@ -104,6 +124,19 @@ def test_paper_writes_four_figures_csvs_and_summary(tmp_path: Path) -> None:
     assert "Runtime of the full protocol" in summary and " h (one process)" in summary
     assert ("Training time against flights (fig3): 3 runs timed to 10,000 mini-batches at "
             "3 flight counts (10, 20, 50)." in summary)
+
+
+def test_point_passengers_are_the_games() -> None:
+    import gymnasium as gym
+
+    from tsg_envs.registration import PRESETS
+
+    real = REAL_POINT_PASSENGERS  # the module's fixture stands in for it above 10 flights
+    for n, sigma in ((5, None), (10, 150.0)):
+        kwargs = {"n_flights": n} if sigma is None else {"n_flights": n, "arrival_std": sigma}
+        env = gym.make("tsg/Screening-Window-10F-v1", instance_seed=0, **kwargs)
+        assert real(n, sigma) == env.unwrapped.game.n_passengers
+    assert PRESETS["tsg/Screening-Window-10F-v1"].arrival_std != 150.0  # sigma reaches the game
 
 
 def test_training_figure_says_missing_without_logs(tmp_path: Path) -> None:

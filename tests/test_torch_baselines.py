@@ -361,20 +361,22 @@ def test_the_vector_loop_collects_several_days_feasibly(tmp_path: Path, env: gym
 
 def test_the_vector_loop_resumes_exactly(tmp_path: Path) -> None:
     """Interrupted at a day boundary and resumed = run straight through."""
-    hp = dict(OFF, num_envs=2, checkpoint_every=1, save_buffer=True)
+    hp = dict(OFF, warmup_steps=800, num_envs=2, checkpoint_every=1, save_buffer=True)
     env_id = "tsg/Screening-Window-5F-v1"  # 450 passengers a day: a checkpoint per 2 days
-    straight = RunConfig(algo="alpha-ddpg", env_id=env_id, gradient_steps=500, seed=3,
+    straight = RunConfig(algo="alpha-ddpg", env_id=env_id, gradient_steps=70, seed=3,
                          out=tmp_path / "straight", progress=False, hparams={**TINY, **hp})
     a = get_method("alpha-ddpg").train(straight)
-    # 2 days of 450 at once: after 100 warm-up steps, 800 transitions give 400 gradient steps
+    # 2 days of 450 at once: after 800 warm-up steps, 100 transitions give 50 gradient steps
     # exactly at the end of the first pair of days (environment step 900)
-    part = RunConfig(algo="alpha-ddpg", env_id=env_id, gradient_steps=400, seed=3,
+    part = RunConfig(algo="alpha-ddpg", env_id=env_id, gradient_steps=50, seed=3,
                      out=tmp_path / "resumed", progress=False, hparams={**TINY, **hp})
     get_method("alpha-ddpg").train(part)
     first = _state(part)
-    assert (first["day"], first["step"], first["gradient_steps"]) == (2, 900, 400)
-    resumed = RunConfig(**{**part.__dict__, "gradient_steps": 500})
+    assert (first["day"], first["step"], first["gradient_steps"]) == (2, 900, 50)
+    resumed = RunConfig(**{**part.__dict__, "gradient_steps": 70})
     b = get_method("alpha-ddpg").train(resumed)
+    # 800 + 2 x 70 = 940 transitions each: the rows past the resume (900) compared too
+    assert len(_buffer_of(straight)) == len(_buffer_of(resumed)) == 940
     obs = np.asarray(_buffer_of(straight).obs[:50])
     np.testing.assert_array_equal(np.asarray(_buffer_of(straight).act[:1100]),
                                   np.asarray(_buffer_of(resumed).act[:1100]))

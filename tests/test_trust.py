@@ -19,7 +19,9 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -395,19 +397,63 @@ def cli_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("argv", BAD_EVALUATIONS, ids=lambda a: " ".join(a)[:40])
-def test_bad_evaluate_command_lines_exit_2_before_any_work(argv, cli_dir):
+def _cli_here(*argv: str, cwd: Path, monkeypatch: pytest.MonkeyPatch,
+              capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess:
+    """``python -m leaderboard ARGV`` run by its ``main`` in this process (no start-up to pay)."""
+    from leaderboard.__main__ import main as leaderboard_main
+
+    monkeypatch.chdir(cwd)
+    try:
+        code = leaderboard_main(list(argv))
+    except SystemExit as stop:  # argparse's usage errors
+        code = stop.code if isinstance(stop.code, int) else 1
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(list(argv), code, out.out, out.err)
+
+
+def _check_bad_evaluation(argv: list[str], cli_dir: Path, run: Any) -> None:
     before = sorted(p.name for p in cli_dir.iterdir())
-    out = _cli("evaluate", *([] if "--suite" in argv else ["--suite", "micro"]),
-               *([] if "--out" in argv else ["--out", "results_out"]), *argv, cwd=cli_dir)
+    out = run("evaluate", *([] if "--suite" in argv else ["--suite", "micro"]),
+              *([] if "--out" in argv else ["--out", "results_out"]), *argv)
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert sorted(p.name for p in cli_dir.iterdir()) == before  # nothing written
 
 
-@pytest.mark.parametrize("argv", [
+def _check_bad_command(argv: list[str], cli_dir: Path, run: Any) -> None:
+    before = sorted(p.name for p in cli_dir.iterdir())
+    out = run(*argv)
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert sorted(p.name for p in cli_dir.iterdir()) == before
+
+
+# The default tier runs every bad command line through ``main`` in this process, and the first
+# of each list as a user runs it (its own process: start-up, imports, exit status); the slow tier
+# runs them all in processes of their own (about 2 CPU s each).
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("argv", BAD_EVALUATIONS, ids=lambda a: " ".join(a)[:40])
+def test_bad_evaluate_command_lines_exit_2_before_any_work(argv, cli_dir, monkeypatch, capsys):
+    _check_bad_evaluation(argv, cli_dir, partial(_cli_here, cwd=cli_dir,
+                                                 monkeypatch=monkeypatch, capsys=capsys))
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("argv", BAD_EVALUATIONS[:1], ids=lambda a: " ".join(a)[:40])
+def test_a_bad_evaluate_command_line_exits_2_in_its_own_process(argv, cli_dir):
+    _check_bad_evaluation(argv, cli_dir, partial(_cli, cwd=cli_dir))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("argv", BAD_EVALUATIONS, ids=lambda a: " ".join(a)[:40])
+def test_bad_evaluate_command_lines_exit_2_in_their_own_processes(argv, cli_dir):
+    _check_bad_evaluation(argv, cli_dir, partial(_cli, cwd=cli_dir))
+
+
+BAD_COMMANDS = [
     ["render", "--results", "no_such_folder"],
     ["render", "--results", "a_file"],
     ["render", "--results", ".", "--markdown", "."],
@@ -419,14 +465,24 @@ def test_bad_evaluate_command_lines_exit_2_before_any_work(argv, cli_dir):
     ["frontier", "--agent", "lp", "--env", "tsg/Nope-v9"],
     ["panel", "--suite", "nope"],
     ["sign", "no_such.json"],
-], ids=lambda a: " ".join(a)[:40])
-def test_bad_command_lines_exit_2(argv, cli_dir):
-    before = sorted(p.name for p in cli_dir.iterdir())
-    out = _cli(*argv, cwd=cli_dir)
-    assert out.returncode == 2, out.stderr
-    assert "Traceback" not in out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert sorted(p.name for p in cli_dir.iterdir()) == before
+]
+
+
+@pytest.mark.parametrize("argv", BAD_COMMANDS, ids=lambda a: " ".join(a)[:40])
+def test_bad_command_lines_exit_2(argv, cli_dir, monkeypatch, capsys):
+    _check_bad_command(argv, cli_dir, partial(_cli_here, cwd=cli_dir, monkeypatch=monkeypatch,
+                                              capsys=capsys))
+
+
+@pytest.mark.parametrize("argv", BAD_COMMANDS[:1], ids=lambda a: " ".join(a)[:40])
+def test_a_bad_command_line_exits_2_in_its_own_process(argv, cli_dir):
+    _check_bad_command(argv, cli_dir, partial(_cli, cwd=cli_dir))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", BAD_COMMANDS, ids=lambda a: " ".join(a)[:40])
+def test_bad_command_lines_exit_2_in_their_own_processes(argv, cli_dir):
+    _check_bad_command(argv, cli_dir, partial(_cli, cwd=cli_dir))
 
 
 @settings(max_examples=200, deadline=None)

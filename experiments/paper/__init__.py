@@ -49,8 +49,9 @@ the configuration names.
 **Modules**, each one job, from the bottom up: ``config`` (the protocol and the points),
 ``units`` (a unit, its cache key and file), ``statistics`` (intervals, averages over points,
 trend tests), ``figures`` (PNG and CSV), ``summary`` (``summary.md``), ``run`` (compute what is
-missing, then draw), ``verify`` (compute cached units again and compare) and ``__main__`` (the
-command line).
+missing, then draw), ``verify`` (compute cached units again and compare), ``__main__`` (the
+command line) and ``cost`` (``python -m experiments.paper.cost``: what the full protocol costs
+per unit type, timed on a small sample and extrapolated; ``results/paper/cost.json``).
 """
 
 from experiments.paper.config import AGENT_LABELS, PAPER, PaperConfig

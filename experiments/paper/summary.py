@@ -37,7 +37,8 @@ from experiments.paper.statistics import (
 )
 from experiments.paper.units import UNRECORDED, unit_machine, unit_seconds
 
-__all__ = ["QUICK_NOTE", "claims_table", "progress_table", "provenance_table", "write_summary"]
+__all__ = ["QUICK_NOTE", "claims_table", "point_passengers", "progress_table", "provenance_table",
+           "write_summary"]
 
 
 #: How a ``--quick`` summary names the full protocol.
@@ -61,11 +62,11 @@ def _full_protocol_estimate(cfg: PaperConfig, results: dict[str, dict]) -> list[
         setup_pp = col.setup_s[ref] / col.passengers[ref]
         day_pp = col.episode_s[ref] / col.passengers[ref]
         if name == "fig1":
-            pax = [_passengers(n, None) for n in full.flights]
+            pax = [point_passengers(n, None) for n in full.flights]
         elif name == "fig2":
-            pax = [_passengers(full.risk_flights, None)] * len(full.risk_scales)
+            pax = [point_passengers(full.risk_flights, None)] * len(full.risk_scales)
         else:
-            pax = [_passengers(full.sigma_flights, s) for s in full.sigmas]
+            pax = [point_passengers(full.sigma_flights, s) for s in full.sigmas]
         n_inst = len(experiment_instances(full, name))
         secs = sum(p * (setup_pp * n_inst + day_pp * n_inst * full.days) for p in pax)
         total += secs
@@ -113,7 +114,7 @@ def progress_table(results: dict[str, dict]) -> list[str]:
 
 
 @functools.cache
-def _passengers(n_flights: int, sigma: float | None) -> int:
+def point_passengers(n_flights: int, sigma: float | None) -> int:
     """Passengers of instance 0 of a setting (the game only: no polytopes).
 
     Cached: drawing a single-window game runs its calibration's LPs (about 20 s at 300

@@ -30,6 +30,7 @@ __all__ = [
     "UNIT_VERSION",
     "UNRECORDED",
     "unit_key",
+    "unit_kwargs",
     "train_path",
     "paper_unit",
     "unit_path",
@@ -45,7 +46,7 @@ __all__ = [
 UNIT_VERSION = 1
 
 
-def _unit_kwargs(setting: Setting, inst: int) -> dict[str, Any]:
+def unit_kwargs(setting: Setting, inst: int) -> dict[str, Any]:
     """The setting's ``gym.make`` kwargs for one instance (ψ scaled for experiment 2)."""
     kwargs = dict(setting.kwargs)
     if setting.risk_scale is not None:
@@ -129,7 +130,7 @@ def paper_unit(args: tuple[PaperConfig, Setting, int]) -> dict[str, Any]:
     cfg, setting, inst = args
     names = ["lp", *agent_names(cfg)]
     t0 = time.perf_counter()
-    kwargs = _unit_kwargs(setting, inst)
+    kwargs = unit_kwargs(setting, inst)
     env_kwargs = {k: (np.asarray(v) if k == "risk_bound" else v) for k, v in kwargs.items()}
     env = gym.make(BASE_ID, instance_seed=inst, **env_kwargs)
     agents: dict[str, Agent] = {}
