@@ -351,7 +351,11 @@ def _startup_child(method: str) -> None:
     get_method(method)  # the method's own modules
     t1 = time.perf_counter()
     run = RunConfig(algo=method)
-    run.make_env()
+    env = run.make_env()
+    obs, _ = env.reset(seed=0)
+    u = env.unwrapped
+    cat = int(np.argmax(obs[u.obs_layout["category"]]))
+    env.step(u.polytopes.sample(np.array([cat]), np.random.default_rng(0))[0])  # the kernel
     t2 = time.perf_counter()
     algorithm, cfg, _ = build_algorithm(method, {})
     torch.set_num_threads(cfg.threads)  # as training sets it
@@ -372,7 +376,8 @@ def bench_startup(method: str = "alpha-ddpg", repeats: int = 3) -> dict[str, Any
     """A fresh process's start-up: launch to the first gradient step done (median of repeats).
 
     The process (``python -m benchmarks.training --startup-child METHOD``) imports the method,
-    makes the environment (LP and polytopes), builds the algorithm and takes one gradient step;
+    makes the environment (LP and polytopes) and takes its first step (where the environment's
+    compiled kernel, if any, is loaded), builds the algorithm and takes one gradient step;
     the time it spends filling a small buffer is left out. Reports the median total and the
     phases of that run: ``python_s`` (the interpreter, torch, gymnasium and this module's
     imports), ``tianshou_import_s`` (Tianshou's package, which imports pandas, matplotlib,
