@@ -81,7 +81,9 @@ def _tol(best: float) -> float:
     return _STAGE_TOL * max(1.0, abs(best))
 
 
-def _run_stage(h: highspy.Highs, solver: str, what: str) -> tuple[np.ndarray, float]:
+def _run_stage(
+    h: highspy.Highs, solver: str, what: str, model: highs.ModelCopy | None = None
+) -> tuple[np.ndarray, float]:
     """Run one stage with ``solver``; return (x, the objective at its optimal vertex).
 
     ``solver``: ``"primal"`` (HiGHS's primal simplex), ``"simplex"`` (its dual simplex) or
@@ -96,7 +98,7 @@ def _run_stage(h: highspy.Highs, solver: str, what: str) -> tuple[np.ndarray, fl
     x, objective = highs.run(h, what)
     # The next stage keeps this optimum by a row: take it from the vertex, not from HiGHS's
     # report (1e-10 apart between solver paths, which the final QP would amplify).
-    exact = highs.vertex_objective(h)
+    exact = highs.vertex_objective(h, model)
     return x, objective if exact is None else exact
 
 
@@ -333,10 +335,13 @@ def _solve_window(
     col_hi = np.concatenate([np.full(n_pi, np.inf), np.zeros(nu)])
     # Interior point (with crossover to a vertex) is about twice as fast as the simplex here.
     h = highs.model(cost, a_all, row_lo, row_hi, col_lo, col_hi)
+    # The model as HiGHS holds it, kept here as the stages change it (reading it back from HiGHS
+    # converts every vector to a Python list: a tenth of the LP stages' time on 300 flights).
+    model = highs.ModelCopy(cost, highs.ModelCopy.matrix(a_all), row_lo, row_hi, col_lo, col_hi)
     h.setOptionValue("presolve", "on" if path.presolve else "off")
     for name in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
         h.setOptionValue(name, _HIGHS_TOL)
-    _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP")
+    _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP", model)
     best = -objective
     ucol_idx = np.arange(n_pi, n_pi + nu, dtype=np.int32)
     # Each later stage keeps the earlier objectives at their optima by a row (relaxed by
@@ -365,24 +370,34 @@ def _solve_window(
         r, np.full(r, -highspy.kHighsInf), np.zeros(r), len(idx),
         np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), np.array(vals),
     )
-    _, best_pick = _run_stage(h, path.solver or _PICK_SOLVER, "window LP delay-aware stage")
+    n_col = v_col + 1
+    stage1_row = sparse.csr_array(
+        (-prior.astype(float), (np.zeros(nu, dtype=int), ucol_idx)), shape=(1, n_col))
+    util_block = sparse.csr_array(
+        (np.array(vals), np.array(idx, dtype=np.int32), np.r_[starts, len(idx)]),
+        shape=(r, n_col))
+    model = highs.ModelCopy(
+        np.r_[pick_cost, np.zeros(nu), 1.0],
+        highs.ModelCopy.matrix(sparse.vstack([
+            sparse.hstack([model.a, sparse.csc_array((model.a.shape[0], 1))]), stage1_row,
+            util_block])),
+        np.r_[row_lo, -np.inf, np.full(r, -np.inf)],
+        np.r_[row_hi, -best + _tol(best), np.zeros(r)],
+        np.r_[col_lo, 0.0], np.r_[col_hi, np.inf],
+    )
+    _, best_pick = _run_stage(h, path.solver or _PICK_SOLVER, "window LP delay-aware stage",
+                              model)
     # 3. The unique policy: on that face, the point closest to (π uniform, u = 0, v = 0) in L2, a
     # strictly convex QP, so the policy depends neither on the solver's path nor on the order of
     # resources, teams or categories; solved by an interior-point method (tsg_envs.qp).
-    model = h.getLp()
-    n_col = v_col + 1
-    a_face = sparse.csc_array(
-        (np.asarray(model.a_matrix_.value_), np.asarray(model.a_matrix_.index_),
-         np.asarray(model.a_matrix_.start_)), shape=(model.num_row_, n_col),
-    )
     face_row = sparse.csr_array(np.r_[pick_cost, np.zeros(nu), 1.0][None, :])
     x = qp.solve_qp(
         np.full(n_pi + nu + 1, 2.0),
         np.r_[np.full(n_pi, -2.0 / t), np.zeros(nu + 1)],
-        sparse.vstack([a_face, face_row]),
-        np.r_[np.asarray(model.row_lower_), -np.inf],
-        np.r_[np.asarray(model.row_upper_), best_pick + _tol(best_pick)],
-        np.asarray(model.col_lower_), np.asarray(model.col_upper_),
+        sparse.vstack([model.a, face_row]),
+        np.r_[model.row_lo, -np.inf],
+        np.r_[model.row_hi, best_pick + _tol(best_pick)],
+        model.col_lo, model.col_hi,
         what="window LP unique-policy QP",
     )
     pi = np.clip(x[:n_pi].reshape(na, t), 0.0, None)
