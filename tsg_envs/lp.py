@@ -268,8 +268,45 @@ def least_peak_utilisation(game: Game, n_passengers: float, capacity: np.ndarray
     return float(x[-1])
 
 
+WARM_START = True
+_STATUS = list(highspy.HighsBasisStatus.__members__.values())
+
+
+def _set_warm_basis(h: highspy.Highs, warm: dict, active: np.ndarray, act_theta: np.ndarray,
+                    fallback: np.ndarray, m: int, r: int, t: int) -> None:
+    """Start this window's main LP from the last window's optimal basis, mapped by category."""
+    prev, prev_col, prev_row = warm["active"], warm["col"], warm["row"]
+    na, na_p = active.size, prev.size
+    pos = np.searchsorted(prev, active)
+    pos = np.minimum(pos, na_p - 1)
+    old = prev[pos] == active
+    j = pos[old]
+    lower, basic, upper = 0, 1, 2
+    col_pi = np.full((na, t), lower, dtype=np.int8)
+    col_pi[np.arange(na), fallback[active].argmax(axis=1)] = basic
+    col_pi[old] = prev_col[: na_p * t].reshape(na_p, t)[j]
+    risk = np.full((na, m), basic, dtype=np.int8)
+    risk[old] = prev_row[: na_p * m].reshape(na_p, m)[j]
+    eq = np.full(na, lower, dtype=np.int8)
+    eq[old] = prev_row[na_p * m + r:][j]
+    prev_theta = warm["act_theta"]
+    col_u = np.full(act_theta.size, upper, dtype=np.int8)
+    tpos = np.minimum(np.searchsorted(prev_theta, act_theta), prev_theta.size - 1)
+    same = prev_theta[tpos] == act_theta
+    col_u[same] = prev_col[na_p * t:][tpos[same]]
+    cols = np.r_[col_pi.reshape(-1), col_u]
+    rows = np.r_[risk.reshape(-1), prev_row[na_p * m: na_p * m + r], eq]
+    b = highspy.HighsBasis()
+    b.col_status = [_STATUS[v] for v in cols]
+    b.row_status = [_STATUS[v] for v in rows]
+    b.valid = True
+    b.alien = True
+    h.setBasis(b)
+
+
 def _solve_window(
-    game: Game, counts: np.ndarray, length: float, fallback: np.ndarray, path: SolverPath
+    game: Game, counts: np.ndarray, length: float, fallback: np.ndarray, path: SolverPath,
+    warm: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Solve one window's LP. Returns (policy (C, T), utility (Θ,), stretch)."""
     t, m, k, r = game.n_teams, game.n_methods, game.n_flights, game.n_resources
@@ -341,7 +378,16 @@ def _solve_window(
     h.setOptionValue("presolve", "on" if path.presolve else "off")
     for name in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
         h.setOptionValue(name, _HIGHS_TOL)
+    if path.solver is None and WARM_START and "active" in warm:
+        _set_warm_basis(h, warm, active, act_theta, fallback, m, r, t)
     _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP", model)
+    if path.solver is None and WARM_START:
+        basis = h.getBasis()
+        warm.update(active=active, act_theta=act_theta,
+                    col=np.fromiter(map(int, basis.col_status), dtype=np.int8,
+                                    count=n_pi + nu),
+                    row=np.fromiter(map(int, basis.row_status), dtype=np.int8,
+                                    count=na * m + r + na))
     best = -objective
     ucol_idx = np.arange(n_pi, n_pi + nu, dtype=np.int32)
     # Each later stage keeps the earlier objectives at their optima by a row (relaxed by
@@ -502,9 +548,10 @@ def _solve_in_order(
     policy = np.empty((n_w, game.n_categories, game.n_teams))
     utility = np.zeros((n_w, game.n_risk_levels))
     stretch = np.ones(n_w)
+    warm: dict = {}
     for w in range(n_w):
         policy[w], utility[w], stretch[w] = _solve_window(
-            game, counts[w], float(edges[w + 1] - edges[w]), fallback, path
+            game, counts[w], float(edges[w + 1] - edges[w]), fallback, path, warm
         )
     psi = (-game.attacker_prior[None, :] * utility).max(axis=0)
     psi = np.maximum(psi, 0.0)
