@@ -17,15 +17,17 @@ window is over capacity; then λ_w is the smallest common stretch that makes
 it feasible (:func:`least_peak_utilisation`). The stages, each keeping the previous objectives
 within a relative 1e-6 of their optima by a row:
 
-1. the main LP (HiGHS: primal simplex), max Σ_θ P_θ u_θ;
+1. the main LP (HiGHS: primal simplex, each window from the last window's optimal basis),
+   max Σ_θ P_θ u_θ;
 2. the delay-aware face: min the peak utilisation max_r load_r / (f_r |w|) plus 1e-3 x the summed
    utilisation (HiGHS: primal simplex from stage 1's optimal basis, which stays primal feasible),
    so that the LP baseline is as kind to delay as its optimum allows;
 3. the unique policy: the point of that face closest in L2 to (π uniform, u = 0, v = 0), a
-   strictly convex QP (Clarabel, :mod:`tsg_envs.qp`), so that ties among allocations and among
-   the per-level utilities are broken the same way whatever the solver's path (simplex or
-   interior point, presolve on or off: :class:`SolverPath`) and whatever the order of the
-   resources, teams or categories (tested to 1e-7). The values are optimal to 1e-6 relative.
+   strictly convex QP (Clarabel, then the exact solve of its active set: :mod:`tsg_envs.qp`),
+   so that ties among allocations and among the per-level utilities are broken the same way
+   whatever the solver's path (simplex or interior point, presolve on or off, the reference
+   path: :class:`SolverPath`) and whatever the order of the resources, teams or categories
+   (tested to 1e-7). The values are optimal to 1e-6 relative.
 """
 
 from __future__ import annotations
@@ -111,16 +113,24 @@ class SolverPath:
             ``"ipm"`` (interior point with crossover), or None for the default, its primal
             simplex (stage 2 warm-started from stage 1's basis).
         presolve: HiGHS's presolve on or off.
+        reference: The slow reference path the fast one is checked against (tests, the
+            ``--lp-stages`` benchmark): every window's main LP from HiGHS's own start instead of
+            the last window's optimal basis, each stage's model read back from HiGHS, and the
+            last stage by Clarabel alone to 1e-13 (``tsg_envs.qp.solve_qp(polish=False)``)
+            instead of Clarabel to 1e-9 and the exact solve of its active set.
     """
 
     solver: str | None = None
     presolve: bool = True
+    reference: bool = False
 
     def __post_init__(self) -> None:
         if self.solver is not None:
             validation.check_choice("solver", self.solver, ("simplex", "ipm"))
-        if not isinstance(self.presolve, bool):
-            raise TypeError(f"presolve must be a bool, got {validation.describe(self.presolve)}")
+        for name in ("presolve", "reference"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(
+                    f"{name} must be a bool, got {validation.describe(getattr(self, name))}")
 
 
 @dataclass(frozen=True)
@@ -268,13 +278,21 @@ def least_peak_utilisation(game: Game, n_passengers: float, capacity: np.ndarray
     return float(x[-1])
 
 
-WARM_START = True
+#: HiGHS's basis statuses by their integer values.
 _STATUS = list(highspy.HighsBasisStatus.__members__.values())
 
 
 def _set_warm_basis(h: highspy.Highs, warm: dict, active: np.ndarray, act_theta: np.ndarray,
                     fallback: np.ndarray, m: int, r: int, t: int) -> None:
-    """Start this window's main LP from the last window's optimal basis, mapped by category."""
+    """Start this window's main LP from the last window's optimal basis, mapped by category.
+
+    Consecutive windows share most of their categories, so the last optimum is a good start
+    (on the 300-flight day it halves the main LP's time). A category new to this window starts
+    with its risk rows' slacks basic and its min-risk allocation's largest team basic. The basis
+    is passed as an "alien" one: HiGHS repairs its count of basic variables and any singularity.
+    Where the simplex ends does not matter: the optimum's value is unique and is taken at the
+    vertex (:func:`_run_stage`), and the last stage's QP is strictly convex.
+    """
     prev, prev_col, prev_row = warm["active"], warm["col"], warm["row"]
     na, na_p = active.size, prev.size
     pos = np.searchsorted(prev, active)
@@ -378,10 +396,12 @@ def _solve_window(
     h.setOptionValue("presolve", "on" if path.presolve else "off")
     for name in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
         h.setOptionValue(name, _HIGHS_TOL)
-    if path.solver is None and WARM_START and "active" in warm:
+    warm_start = path.solver is None and not path.reference
+    if warm_start and "active" in warm:
         _set_warm_basis(h, warm, active, act_theta, fallback, m, r, t)
-    _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP", model)
-    if path.solver is None and WARM_START:
+    _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP",
+                              None if path.reference else model)
+    if warm_start:
         basis = h.getBasis()
         warm.update(active=active, act_theta=act_theta,
                     col=np.fromiter(map(int, basis.col_status), dtype=np.int8,
@@ -432,7 +452,7 @@ def _solve_window(
         np.r_[col_lo, 0.0], np.r_[col_hi, np.inf],
     )
     _, best_pick = _run_stage(h, path.solver or _PICK_SOLVER, "window LP delay-aware stage",
-                              model)
+                              None if path.reference else model)
     # 3. The unique policy: on that face, the point closest to (π uniform, u = 0, v = 0) in L2, a
     # strictly convex QP, so the policy depends neither on the solver's path nor on the order of
     # resources, teams or categories; solved by an interior-point method (tsg_envs.qp).
@@ -444,7 +464,7 @@ def _solve_window(
         np.r_[model.row_lo, -np.inf],
         np.r_[model.row_hi, best_pick + _tol(best_pick)],
         model.col_lo, model.col_hi,
-        what="window LP unique-policy QP",
+        what="window LP unique-policy QP", polish=not path.reference,
     )
     pi = np.clip(x[:n_pi].reshape(na, t), 0.0, None)
     pi /= pi.sum(axis=1, keepdims=True)

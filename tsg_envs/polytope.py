@@ -359,13 +359,14 @@ def _centres_batched(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, np
     return y, radii
 
 
-def build_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
+def build_polytopes(game: Game, risk_bound: np.ndarray, *, batched: bool = True) -> PolytopeSet:
     """Every category's polytope and centre for the risk bound ψ.
 
     The centres of all categories come from one block-diagonal HiGHS LP and one block QP
     (:func:`_centres_batched`, the same problems as :func:`_centre` side by side); where that
     cannot vouch for every category (an empty or thin polytope, a failed solve), each category
     is solved on its own (one LP + QP each), which also names the offending category.
+    ``batched=False`` solves every category on its own (the reference the tests compare with).
 
     Raises:
         InfeasibleRiskBoundError: naming θ, κ, the ψ_θ given and the smallest ψ_θ the category
@@ -380,9 +381,9 @@ def build_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
     c, t = game.n_categories, game.n_teams
     a_ub = np.concatenate([a_risk, np.broadcast_to(-np.eye(t), (c, t, t))], axis=1)
     b_ub = np.concatenate([b_risk, np.zeros((c, t))], axis=1)
-    batched = _centres_batched(a_ub, b_ub)
-    if batched is not None:
-        centers, radii = batched
+    together = _centres_batched(a_ub, b_ub) if batched else None
+    if together is not None:
+        centers, radii = together
         return PolytopeSet(A_ub=a_ub, b_ub=b_ub, centers=centers, radii=radii,
                            risk_bound=psi.copy())
     centers = np.empty((c, t))
