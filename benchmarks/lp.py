@@ -14,15 +14,17 @@ import dataclasses
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import tsg_envs
 from tsg_envs.game import GameConfig
 from tsg_envs.instances import make_game
-from tsg_envs.lp import solve_window_lp
+from tsg_envs.lp import SolverPath, WindowLPSolution, solve_window_lp
 
 #: The repository's root (the benchmarks are not installed: their own processes start there).
 ROOT = Path(__file__).resolve().parent.parent
@@ -267,40 +269,46 @@ def lp_stages(env_id: str = "tsg/Screening-Day-300F-v1") -> list[LPStages]:
     """
     import gymnasium as gym
 
-    from tsg_envs.lp import SolverPath
-
     base = gym.make(env_id).unwrapped
+    assert isinstance(base, tsg_envs.ScreeningEnv)
     kwargs = {"game": dataclasses.replace(base.game, key=None),
               "lp_window_minutes": base.lp_window_minutes}
     rows: list[LPStages] = []
-    ref = None
+    ref: tuple[WindowLPSolution, np.ndarray] | None = None
     for label, path, batched in (("reference", SolverPath(reference=True), False),
                                  ("fast", SolverPath(), True)):
         seconds, sol, env = _timed_construction(kwargs, path, batched)
         if ref is None:
-            ref = (sol, env.polytopes)
+            ref = (sol, env.polytopes.centers)
         rows.append(LPStages(
             path=label, seconds=seconds,
             policy_diff=float(np.abs(sol.policy - ref[0].policy).max()),
             psi_diff=float(np.abs(sol.psi - ref[0].psi).max()),
-            centre_diff=float(np.abs(env.polytopes.centers - ref[1].centers).max()),
+            centre_diff=float(np.abs(env.polytopes.centers - ref[1]).max()),
         ))
     return rows
 
 
-def _timed_construction(kwargs: dict, path: object, batched: bool) -> tuple[dict, object, object]:
-    """Construct ``ScreeningEnv(**kwargs)`` on one path, timing each stage (see lp_stages)."""
+def _timed_construction(
+    kwargs: dict[str, Any], path: SolverPath, batched: bool
+) -> tuple[dict[str, float], WindowLPSolution, tsg_envs.ScreeningEnv]:
+    """Construct ``ScreeningEnv(**kwargs)`` on one path, timing each stage (see lp_stages).
+
+    The functions that run the stages are wrapped for the construction and put back after.
+    """
     import tsg_envs.env as env_mod
     from tsg_envs import lp as lp_mod
     from tsg_envs import qp
 
     seconds = dict.fromkeys(LP_STAGES, 0.0)
     seconds["lp_all"] = 0.0
-    solved: list = [None]
-    saved = (lp_mod._run_stage, qp.solve_qp, env_mod.build_polytopes, env_mod.solve_window_lp)
+    solved: list[WindowLPSolution] = []
+    env_ns = vars(env_mod)
+    saved = (lp_mod._run_stage, qp.solve_qp, env_ns["build_polytopes"],
+             env_ns["solve_window_lp"])
 
-    def timed(key, fn):
-        def call(*a, **k):
+    def timed(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*a: Any, **k: Any) -> Any:
             c0 = time.process_time()
             try:
                 return fn(*a, **k)
@@ -308,36 +316,37 @@ def _timed_construction(kwargs: dict, path: object, batched: bool) -> tuple[dict
                 seconds[key] += time.process_time() - c0
         return call
 
-    def run_stage(h, solver, what, model=None):
+    def run_stage(h: Any, solver: str, what: str, model: Any = None) -> Any:
         return timed("stage2" if "delay" in what else "stage1", saved[0])(h, solver, what, model)
 
-    def solve_qp(*a, **k):
+    def solve_qp(*a: Any, **k: Any) -> Any:
         key = "stage3" if k.get("what") == "window LP unique-policy QP" else "lp_other"
         return timed(key, saved[1])(*a, **k)
 
-    def build(game, psi):
+    def build(game: Any, psi: np.ndarray) -> Any:
         return timed("centres", saved[2])(game, psi, batched=batched)
 
-    def solve_lp(game, minutes=60.0, *, path=None):  # the path timed is ours, not the caller's
-        solved[0] = timed("lp_all", saved[3])(game, minutes, path=path_)
-        return solved[0]
+    def solve_lp(game: Any, minutes: float | None = 60.0, *, path: Any = None) -> Any:
+        # The path timed is this construction's, whatever the caller asks for.
+        solved.append(timed("lp_all", saved[3])(game, minutes, path=path_))
+        return solved[-1]
 
     path_ = path
     try:
         lp_mod._run_stage = run_stage
         qp.solve_qp = solve_qp
-        env_mod.build_polytopes = build
-        env_mod.solve_window_lp = solve_lp
+        env_ns["build_polytopes"] = build
+        env_ns["solve_window_lp"] = solve_lp
         c0 = time.process_time()
         env = tsg_envs.ScreeningEnv(**kwargs)
         seconds["total"] = time.process_time() - c0
     finally:
-        (lp_mod._run_stage, qp.solve_qp, env_mod.build_polytopes,
-         env_mod.solve_window_lp) = saved
+        lp_mod._run_stage, qp.solve_qp = saved[0], saved[1]
+        env_ns["build_polytopes"], env_ns["solve_window_lp"] = saved[2], saved[3]
     lp_all = seconds.pop("lp_all")
     seconds["lp_other"] += lp_all - seconds["stage1"] - seconds["stage2"] - seconds["stage3"]
     seconds["other"] = seconds["total"] - lp_all - seconds["centres"]
-    return seconds, solved[0], env
+    return seconds, solved[-1], env
 
 
 def format_lp_stages(rows: list[LPStages]) -> str:

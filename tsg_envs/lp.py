@@ -397,6 +397,7 @@ def _solve_window(
     for name in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
         h.setOptionValue(name, _HIGHS_TOL)
     warm_start = path.solver is None and not path.reference
+    warm = {} if warm is None else warm
     if warm_start and "active" in warm:
         _set_warm_basis(h, warm, active, act_theta, fallback, m, r, t)
     _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP",
