@@ -307,7 +307,7 @@ def _timed_construction(
     seconds["lp_all"] = 0.0
     solved: list[WindowLPSolution] = []
     env_ns = vars(env_mod)
-    saved = (lp_mod._run_stage, qp.solve_qp, env_ns["build_polytopes"],
+    saved = (lp_mod.run_stage, qp.solve_qp, env_ns["build_polytopes"],
              env_ns["solve_window_lp"])
 
     def timed(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -338,7 +338,7 @@ def _timed_construction(
 
     path_ = path
     try:
-        lp_mod._run_stage = run_stage
+        lp_mod.run_stage = run_stage
         qp.solve_qp = solve_qp
         env_ns["build_polytopes"] = build
         env_ns["solve_window_lp"] = solve_lp
@@ -346,7 +346,7 @@ def _timed_construction(
         env = tsg_envs.ScreeningEnv(**kwargs)
         seconds["total"] = time.process_time() - c0
     finally:
-        lp_mod._run_stage, qp.solve_qp = saved[0], saved[1]
+        lp_mod.run_stage, qp.solve_qp = saved[0], saved[1]
         env_ns["build_polytopes"], env_ns["solve_window_lp"] = saved[2], saved[3]
     lp_all = seconds.pop("lp_all")
     seconds["lp_other"] += lp_all - seconds["stage1"] - seconds["stage2"] - seconds["stage3"]

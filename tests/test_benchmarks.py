@@ -73,9 +73,9 @@ def test_bench_lp_stages_rows_are_well_formed() -> None:
     from tsg_envs import env as env_mod
     from tsg_envs import lp, qp
 
-    before = (lp._run_stage, qp.solve_qp, vars(env_mod)["build_polytopes"])
+    before = (lp.run_stage, qp.solve_qp, vars(env_mod)["build_polytopes"])
     rows = bench.lp_stages("tsg/Screening-Window-5F-v1")
-    assert (lp._run_stage, qp.solve_qp, vars(env_mod)["build_polytopes"]) == before
+    assert (lp.run_stage, qp.solve_qp, vars(env_mod)["build_polytopes"]) == before
     assert [r.path for r in rows] == ["reference", "fast"]
     for r in rows:
         assert set(r.seconds) == set(bench.LP_STAGES)

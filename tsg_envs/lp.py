@@ -50,6 +50,7 @@ __all__ = [
     "WindowLPSolution",
     "least_peak_utilisation",
     "min_risk_allocations",
+    "run_stage",
     "solve_window_lp",
     "window_edges",
 ]
@@ -83,7 +84,7 @@ def _tol(best: float) -> float:
     return _STAGE_TOL * max(1.0, abs(best))
 
 
-def _run_stage(
+def run_stage(
     h: highspy.Highs, solver: str, what: str, model: highs.ModelCopy | None = None
 ) -> tuple[np.ndarray, float]:
     """Run one stage with ``solver``; return (x, the objective at its optimal vertex).
@@ -291,7 +292,7 @@ def _set_warm_basis(h: highspy.Highs, warm: dict, active: np.ndarray, act_theta:
     with its risk rows' slacks basic and its min-risk allocation's largest team basic. The basis
     is passed as an "alien" one: HiGHS repairs its count of basic variables and any singularity.
     Where the simplex ends does not matter: the optimum's value is unique and is taken at the
-    vertex (:func:`_run_stage`), and the last stage's QP is strictly convex.
+    vertex (:func:`run_stage`), and the last stage's QP is strictly convex.
     """
     prev, prev_col, prev_row = warm["active"], warm["col"], warm["row"]
     na, na_p = active.size, prev.size
@@ -400,7 +401,7 @@ def _solve_window(
     warm = {} if warm is None else warm
     if warm_start and "active" in warm:
         _set_warm_basis(h, warm, active, act_theta, fallback, m, r, t)
-    _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP",
+    _, objective = run_stage(h, path.solver or _MAIN_SOLVER, "window LP",
                               None if path.reference else model)
     if warm_start:
         basis = h.getBasis()
@@ -452,7 +453,7 @@ def _solve_window(
         np.r_[row_hi, -best + _tol(best), np.zeros(r)],
         np.r_[col_lo, 0.0], np.r_[col_hi, np.inf],
     )
-    _, best_pick = _run_stage(h, path.solver or _PICK_SOLVER, "window LP delay-aware stage",
+    _, best_pick = run_stage(h, path.solver or _PICK_SOLVER, "window LP delay-aware stage",
                               None if path.reference else model)
     # 3. The unique policy: on that face, the point closest to (π uniform, u = 0, v = 0) in L2, a
     # strictly convex QP, so the policy depends neither on the solver's path nor on the order of
