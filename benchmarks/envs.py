@@ -42,11 +42,14 @@ from benchmarks.lp import (
     BOUND_CORNERS,
     ConstructionCost,
     LPAgreement,
+    LPStages,
     construct_corner,
     construction_costs,
     format_bounds,
     format_lp_agreement,
+    format_lp_stages,
     lp_agreement,
+    lp_stages,
 )
 from benchmarks.speed import (
     DEFAULT_CONFIG,
@@ -472,6 +475,10 @@ def replace_block(path: Path, name: str, text: str) -> None:
     path.write_text(f"{head}{begin}\n{text}\n{end}{tail}", encoding="utf-8")
 
 
+#: The env whose construction ``--lp-stages`` times unless ``--env`` names another.
+LP_STAGES_ENV = "tsg/Screening-Day-300F-v1"
+
+
 def _format_speed(rows: list[dict]) -> str:
     """The env-speed and LP tables of the default run, from its JSON rows."""
     speed = [SpeedResult(**{**r, "ratios": tuple(r["ratios"])}) for r in rows if "env_sps" in r]
@@ -489,6 +496,7 @@ FORMATTERS: dict[str, Callable[[list[dict]], str]] = {
     "speed": _format_speed,
     "family": lambda rows: family.format_family([family.FamilyRow(**r) for r in rows]),
     "lp-agreement": lambda rows: format_lp_agreement([LPAgreement(**r) for r in rows]),
+    "lp-stages": lambda rows: format_lp_stages([LPStages(**r) for r in rows]),
 }
 
 
@@ -563,6 +571,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the LP policy's agreement across HiGHS solver paths and under a "
                         "reordering of the game (4 families x --instances seeds, default 20 "
                         "here), written to JSON and the README's lp-agreement block")
+    parser.add_argument("--lp-stages", metavar="JSON", default=None,
+                        help="CPU seconds per stage of constructing --env's LP and polytopes "
+                        "(default here tsg/Screening-Day-300F-v1), on the reference path and the "
+                        "fast one in one process, written to JSON and the lp-stages block of "
+                        "docs/benchmarks.md; nothing else is run")
     parser.add_argument("--instances", type=cli_int(1), default=None,
                         help="instance seeds per id of --family (default 100) or per family of "
                         "--lp-agreement (default 20)")
@@ -577,6 +590,10 @@ def main(argv: list[str] | None = None) -> int:
         import json
 
         print(json.dumps(construct_corner(args.construct)))
+        return 0
+    if args.lp_stages:
+        env_id = args.env if args.env != BenchConfig.env_id else LP_STAGES_ENV
+        _publish("lp-stages", args.lp_stages, args.readme, lp_stages(env_id), env_id)
         return 0
     if args.lp_agreement:
         arows = lp_agreement(range(2 if args.quick else (args.instances or 20)))

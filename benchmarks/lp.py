@@ -1,11 +1,14 @@
 """The LP side of the environment benchmarks: construction at the input bounds, LP agreement.
 
-Run through ``python -m benchmarks.envs`` (``--bounds JSON``, ``--lp-agreement JSON``):
+Run through ``python -m benchmarks.envs`` (``--bounds JSON``, ``--lp-agreement JSON``,
+``--lp-stages JSON``):
 
 * :func:`construction_costs`: construction time and peak memory of ``ScreeningEnv`` at each
   corner of the documented input bounds (:mod:`tsg_envs.validation`), each in a fresh process;
 * :func:`lp_agreement`: how far the static window LP's policy moves with HiGHS's solver path and
-  with a reordering of the game's entities (it should not: the LP is unique).
+  with a reordering of the game's entities (it should not: the LP is unique);
+* :func:`lp_stages` (``--lp-stages JSON``): CPU seconds per stage of constructing the largest
+  registered day, on the reference path and the fast one, and how far their answers are apart.
 """
 
 from __future__ import annotations
@@ -14,15 +17,17 @@ import dataclasses
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import tsg_envs
 from tsg_envs.game import GameConfig
 from tsg_envs.instances import make_game
-from tsg_envs.lp import solve_window_lp
+from tsg_envs.lp import SolverPath, WindowLPSolution, solve_window_lp
 
 #: The repository's root (the benchmarks are not installed: their own processes start there).
 ROOT = Path(__file__).resolve().parent.parent
@@ -223,4 +228,144 @@ def format_lp_agreement(rows: list[LPAgreement]) -> str:
         lines.append(f"| {label} | {len(rs)} | {path.max():.1e} / {np.median(path):.1e} "
                      f"| {perm.max():.1e} / {np.median(perm):.1e} | {psi:.1e} "
                      f"| {within} of {len(rs)} |")
+    return "\n".join(lines)
+
+
+#: The stages of :func:`lp_stages`, in the order of its table: key -> label.
+LP_STAGES: dict[str, str] = {
+    "stage1": "stage 1: main LP (HiGHS)",
+    "stage2": "stage 2: delay-aware LP (HiGHS)",
+    "stage3": "stage 3: unique-policy QP (Clarabel)",
+    "lp_other": "LP set-up (matrices, stretch, min-risk allocations)",
+    "centres": "polytope centres",
+    "other": "the rest of the construction",
+    "total": "construction",
+}
+
+
+@dataclass(frozen=True)
+class LPStages:
+    """CPU seconds of one env construction, per stage, on one path.
+
+    Attributes:
+        path: ``"reference"`` (``SolverPath(reference=True)`` and one centre LP + QP per
+            category: the code before the fast path) or ``"fast"`` (the default).
+        seconds: Stage key of :data:`LP_STAGES` -> process CPU seconds.
+        policy_diff: Largest |π - π_reference| of the LP's policy (0 on the reference row).
+        psi_diff: Largest |ψ - ψ_reference|.
+        centre_diff: Largest difference of the polytope centres from the reference's.
+    """
+
+    path: str
+    seconds: dict[str, float]
+    policy_diff: float
+    psi_diff: float
+    centre_diff: float
+
+
+def lp_stages(env_id: str = "tsg/Screening-Day-300F-v1") -> list[LPStages]:
+    """CPU seconds per stage of constructing ``env_id``, on the reference and the fast path.
+
+    Both run in this process, one after the other, on a fresh copy of the game (no cache). The
+    stages are timed by wrapping the functions that run them (process CPU time, so other load on
+    the machine counts only through caches and memory bandwidth).
+    """
+    import gymnasium as gym
+
+    base = gym.make(env_id).unwrapped
+    assert isinstance(base, tsg_envs.ScreeningEnv)
+    kwargs = {"game": dataclasses.replace(base.game, key=None),
+              "lp_window_minutes": base.lp_window_minutes}
+    rows: list[LPStages] = []
+    ref: tuple[WindowLPSolution, np.ndarray] | None = None
+    for label, path, batched in (("reference", SolverPath(reference=True), False),
+                                 ("fast", SolverPath(), True)):
+        seconds, sol, env = _timed_construction(kwargs, path, batched)
+        if ref is None:
+            ref = (sol, env.polytopes.centers)
+        rows.append(LPStages(
+            path=label, seconds=seconds,
+            policy_diff=float(np.abs(sol.policy - ref[0].policy).max()),
+            psi_diff=float(np.abs(sol.psi - ref[0].psi).max()),
+            centre_diff=float(np.abs(env.polytopes.centers - ref[1]).max()),
+        ))
+    return rows
+
+
+def _timed_construction(
+    kwargs: dict[str, Any], path: SolverPath, batched: bool
+) -> tuple[dict[str, float], WindowLPSolution, tsg_envs.ScreeningEnv]:
+    """Construct ``ScreeningEnv(**kwargs)`` on one path, timing each stage (see lp_stages).
+
+    The functions that run the stages are wrapped for the construction and put back after.
+    """
+    import tsg_envs.env as env_mod
+    from tsg_envs import lp as lp_mod
+    from tsg_envs import qp
+
+    seconds = dict.fromkeys(LP_STAGES, 0.0)
+    seconds["lp_all"] = 0.0
+    solved: list[WindowLPSolution] = []
+    env_ns = vars(env_mod)
+    saved = (lp_mod.run_stage, qp.solve_qp, env_ns["build_polytopes"],
+             env_ns["solve_window_lp"])
+
+    def timed(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*a: Any, **k: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                seconds[key] += time.process_time() - c0
+        return call
+
+    def run_stage(h: Any, solver: str, what: str, model: Any = None) -> Any:
+        return timed("stage2" if "delay" in what else "stage1", saved[0])(h, solver, what, model)
+
+    def solve_qp(*a: Any, **k: Any) -> Any:
+        # Only the last stage's QP is a stage of its own (the others count where they run).
+        if k.get("what") == "window LP unique-policy QP":
+            return timed("stage3", saved[1])(*a, **k)
+        return saved[1](*a, **k)
+
+    def build(game: Any, psi: np.ndarray) -> Any:
+        return timed("centres", saved[2])(game, psi, batched=batched)
+
+    def solve_lp(game: Any, minutes: float | None = 60.0, *, path: Any = None) -> Any:
+        # The path timed is this construction's, whatever the caller asks for.
+        solved.append(timed("lp_all", saved[3])(game, minutes, path=path_))
+        return solved[-1]
+
+    path_ = path
+    try:
+        lp_mod.run_stage = run_stage
+        qp.solve_qp = solve_qp
+        env_ns["build_polytopes"] = build
+        env_ns["solve_window_lp"] = solve_lp
+        c0 = time.process_time()
+        env = tsg_envs.ScreeningEnv(**kwargs)
+        seconds["total"] = time.process_time() - c0
+    finally:
+        lp_mod.run_stage, qp.solve_qp = saved[0], saved[1]
+        env_ns["build_polytopes"], env_ns["solve_window_lp"] = saved[2], saved[3]
+    lp_all = seconds.pop("lp_all")
+    seconds["lp_other"] += lp_all - seconds["stage1"] - seconds["stage2"] - seconds["stage3"]
+    seconds["other"] = seconds["total"] - lp_all - seconds["centres"]
+    return seconds, solved[-1], env
+
+
+def format_lp_stages(rows: list[LPStages]) -> str:
+    """Markdown table of :func:`lp_stages`: CPU seconds per stage, before and after."""
+    ref, fast = (next(r for r in rows if r.path == p) for p in ("reference", "fast"))
+    lines = ["| stage | reference path (before), CPU s | fast path, CPU s | speed-up |",
+             "|---|---:|---:|---:|"]
+    for key, label in LP_STAGES.items():
+        a, b = ref.seconds[key], fast.seconds[key]
+        bold = "**" if key == "total" else ""
+        lines.append(f"| {bold}{label}{bold} | {a:.2f} | {bold}{b:.2f}{bold} "
+                     f"| {a / b if b > 0 else float('inf'):.1f}x |")
+    lines.append("")
+    lines.append(f"The fast path's LP agrees with the reference path's: policy to "
+                 f"{fast.policy_diff:.1e}, ψ to {fast.psi_diff:.1e}; polytope centres to "
+                 f"{fast.centre_diff:.1e}.")
     return "\n".join(lines)

@@ -26,6 +26,7 @@ vector         ``results/bench_vector.json``         ``python -m benchmarks.envs
 harness        ``results/bench_harness.json``        ``python -m benchmarks.envs --harness JSON``
 family         ``results/bench_family.json``         ``python -m benchmarks.envs --family JSON``
 lp-agreement   ``results/bench_lp-agreement.json``   ``... envs --lp-agreement JSON``
+lp-stages      ``results/bench_lp-stages.json``      ``... envs --lp-stages JSON``
 loops          ``results/bench_loops.json``          ``python -m benchmarks.training --loops``
 gamma          ``results/gamma_study.csv``           ``python -m experiments.gamma_study``
 bracket        ``results/bracket*/*.json``           ``python -m benchmarks.bracket`` (docs)
@@ -347,6 +348,7 @@ BLOCKS: dict[str, Generator] = {
     "loops": _loops,
     "family": _bench("family"),
     "lp-agreement": _bench("lp-agreement"),
+    "lp-stages": _bench("lp-stages"),
     "gamma": _gamma,
     "bracket": _bracket,
     "bracket-short": _bracket_short,

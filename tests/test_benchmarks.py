@@ -68,6 +68,27 @@ def test_bench_vector_and_harness_rows_are_well_formed() -> None:
     assert "| centre | 2 |" in bench.format_agents([c])
 
 
+
+def test_bench_lp_stages_rows_are_well_formed() -> None:
+    # Both paths construct the same env; the stages add up to the construction, the fast path's
+    # answer is the reference's (the LP is unique), and the wrapped functions are put back.
+    from benchmarks import lp as bench
+    from tsg_envs import env as env_mod
+    from tsg_envs import lp, qp
+
+    before = (lp.run_stage, qp.solve_qp, vars(env_mod)["build_polytopes"])
+    rows = bench.lp_stages("tsg/Screening-Window-5F-v1")
+    assert (lp.run_stage, qp.solve_qp, vars(env_mod)["build_polytopes"]) == before
+    assert [r.path for r in rows] == ["reference", "fast"]
+    for r in rows:
+        assert set(r.seconds) == set(bench.LP_STAGES)
+        assert all(v >= -1e-3 for v in r.seconds.values())
+        parts = sum(v for k, v in r.seconds.items() if k != "total")
+        assert parts == pytest.approx(r.seconds["total"], abs=1e-6)
+    assert rows[0].policy_diff == rows[0].psi_diff == rows[0].centre_diff == 0.0
+    assert rows[1].policy_diff <= 1e-7 and rows[1].psi_diff <= 1e-9
+    assert "| **construction** |" in bench.format_lp_stages(rows)
+
 # benchmarks.training --------------------------------------------------------------------------
 def test_training_bench_quick_smoke(tmp_path: Path) -> None:
     pytest.importorskip("torch")

@@ -306,3 +306,30 @@ def test_lp_policy_is_exactly_the_same_on_every_solver_path_of_a_once_sensitive_
         for presolve in (True, False):
             sol = solve_window_lp(game, 60.0, path=SolverPath(solver, presolve))
             np.testing.assert_allclose(sol.policy, ref.policy, atol=1e-9, rtol=0)
+
+
+# The fast path against the reference path -------------------------------------------------------
+@pytest.mark.parametrize(("config", "window_minutes", "seed"), [
+    (GameConfig(), 60.0, 9), (GameConfig(horizon="window", n_flights=20), None, 1),
+    pytest.param(GameConfig(horizon="day", n_flights=20), 60.0, 0, marks=pytest.mark.slow),
+])
+def test_fast_path_agrees_with_the_reference_path(config, window_minutes, seed) -> None:
+    # The default path warm-starts each window's main LP from the last window's basis and solves
+    # the last stage by Clarabel at 1e-9 plus the exact solve of its active set; the reference
+    # path starts every LP afresh and runs Clarabel alone to 1e-13. Same unique solution.
+    from tsg_envs.lp import SolverPath
+
+    game = make_game(config, seed)
+    fast = solve_window_lp(game, window_minutes)
+    ref = solve_window_lp(game, window_minutes, path=SolverPath(reference=True))
+    np.testing.assert_allclose(fast.policy, ref.policy, atol=1e-7, rtol=0)
+    np.testing.assert_allclose(fast.psi, ref.psi, atol=1e-9, rtol=1e-9)
+    np.testing.assert_allclose(fast.utility, ref.utility, atol=1e-9, rtol=1e-9)
+    np.testing.assert_array_equal(fast.stretch, ref.stretch)
+
+
+def test_reference_flag_is_checked() -> None:
+    from tsg_envs.lp import SolverPath
+
+    with pytest.raises(TypeError, match="reference"):
+        SolverPath(reference=1)  # type: ignore[arg-type]

@@ -267,3 +267,24 @@ def test_batched_methods_refuse_categories_out_of_range() -> None:
     with pytest.raises(TypeError, match="integers"):
         polys.sample(np.array([0.5]), rng)
     assert polys.sample(np.array([0, 1]), rng).shape == (2, 10)
+
+
+@pytest.mark.parametrize("env_id", ["tsg/Screening-v1", "tsg/Screening-Day-10F-v1"])
+def test_batched_centres_are_the_per_category_centres(env_id: str) -> None:
+    # One block LP + one block QP for all categories against one LP + QP each (the reference):
+    # both solve the same strictly convex problems, so they meet to solver accuracy.
+    u = gym.make(env_id).unwrapped
+    psi = u.polytopes.risk_bound
+    together = build_polytopes(u.game, psi)
+    alone = build_polytopes(u.game, psi, batched=False)
+    np.testing.assert_allclose(together.centers, alone.centers, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(together.radii, alone.radii, atol=1e-9, rtol=0)
+    np.testing.assert_array_equal(together.b_ub, alone.b_ub)
+
+
+def test_batched_centres_of_the_tiny_game_by_hand() -> None:
+    # The hand-worked centres above, through the block LP and QP.
+    polys = build_polytopes(tiny_game(), np.array([0.75, 0.75]))
+    np.testing.assert_allclose(polys.centers[0], [0.5, 0.5], atol=1e-9)
+    np.testing.assert_allclose(polys.centers[1], [0.375, 0.625], atol=1e-9)
+    np.testing.assert_allclose(polys.radii[1], 0.0625 / np.sqrt(0.125), rtol=1e-9)

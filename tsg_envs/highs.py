@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import highspy
@@ -17,7 +18,8 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import linalg as sparse_linalg
 
-__all__ = ["silence_banner", "model", "pass_model", "run", "solve", "vertex_objective"]
+__all__ = ["ModelCopy", "silence_banner", "model", "pass_model", "run", "solve",
+           "vertex_objective"]
 
 
 @functools.cache
@@ -135,11 +137,59 @@ def solve(
     return run(model(cost, a, row_lo, row_hi, col_lo, col_hi, hessian_diag))
 
 
+@dataclass
+class ModelCopy:
+    """A copy of the LP inside a ``Highs`` object, as HiGHS holds it (infinite bounds as ±inf).
+
+    Attributes:
+        cost: c, (n,).
+        a: The constraint matrix, CSC (m, n).
+        row_lo: Row lower bounds, (m,).
+        row_hi: Row upper bounds, (m,).
+        col_lo: Column lower bounds, (n,).
+        col_hi: Column upper bounds, (n,).
+    """
+
+    cost: np.ndarray
+    a: sparse.csc_array
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    col_lo: np.ndarray
+    col_hi: np.ndarray
+
+    @classmethod
+    def read(cls, h: highspy.Highs) -> ModelCopy:
+        """Read the model back from ``h`` (``getLp``)."""
+        lp = h.getLp()
+        n, m = int(lp.num_col_), int(lp.num_row_)
+        a = sparse.csc_array(
+            (np.asarray(lp.a_matrix_.value_, dtype=float), np.asarray(lp.a_matrix_.index_),
+             np.asarray(lp.a_matrix_.start_)), shape=(m, n),
+        )
+        return cls(np.asarray(lp.col_cost_, dtype=float), a,
+                   *(np.asarray(v, dtype=float) for v in (lp.row_lower_, lp.row_upper_,
+                                                          lp.col_lower_, lp.col_upper_)))
+
+    @staticmethod
+    def matrix(a: sparse.sparray | np.ndarray) -> sparse.csc_array:
+        """``a`` as HiGHS stores it: CSC without the entries HiGHS drops when it is passed.
+
+        Those are the entries of magnitude at most :data:`SMALL_MATRIX_VALUE`.
+        """
+        csc = sparse.csc_array(a, copy=True)
+        csc.data[np.abs(csc.data) <= SMALL_MATRIX_VALUE] = 0.0
+        csc.eliminate_zeros()
+        return csc
+
+
+#: HiGHS's ``small_matrix_value``: matrix entries of at most this magnitude are dropped.
+SMALL_MATRIX_VALUE = 1e-9
+
 #: HiGHS's basis statuses (``HighsBasisStatus``) as integers.
 _LOWER, _BASIC, _UPPER, _ZERO = 0, 1, 2, 3
 
 
-def vertex_objective(h: highspy.Highs) -> float | None:
+def vertex_objective(h: highspy.Highs, lp: Any = None) -> float | None:
     """The objective at the optimal vertex of the last run, recomputed from its basis.
 
     HiGHS reports an objective that is exact only to its feasibility tolerances: two runs that
@@ -152,6 +202,8 @@ def vertex_objective(h: highspy.Highs) -> float | None:
     Args:
         h: A model that has just been run to optimality with a valid basis (simplex, or
             interior point with crossover).
+        lp: The model in ``h`` as a :class:`ModelCopy` the caller keeps (it saves reading the
+            model back from HiGHS, which converts every vector to a Python list), or None.
 
     Returns:
         The objective, or None when the basis is missing or singular, or the recomputed vertex
@@ -160,26 +212,21 @@ def vertex_objective(h: highspy.Highs) -> float | None:
     basis = h.getBasis()
     if not basis.valid:
         return None
-    lp = h.getLp()
-    n, m = int(lp.num_col_), int(lp.num_row_)
-    a = sparse.csc_array(
-        (np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_),
-         np.asarray(lp.a_matrix_.start_)), shape=(m, n),
-    )
-    col_status = np.array([int(s) for s in basis.col_status], dtype=int)
-    row_status = np.array([int(s) for s in basis.row_status], dtype=int)
+    model = ModelCopy.read(h) if lp is None else lp
+    a = model.a
+    col_status = np.fromiter(map(int, basis.col_status), dtype=int, count=a.shape[1])
+    row_status = np.fromiter(map(int, basis.row_status), dtype=int, count=a.shape[0])
     x_highs = np.asarray(h.getSolution().col_value, dtype=float)
     x = x_highs.copy()
-    for status, bound in ((_LOWER, lp.col_lower_), (_UPPER, lp.col_upper_)):
+    for status, bound in ((_LOWER, model.col_lo), (_UPPER, model.col_hi)):
         at = col_status == status
-        x[at] = np.asarray(bound)[at]
+        x[at] = bound[at]
     x[col_status == _ZERO] = 0.0
     basic = np.flatnonzero(col_status == _BASIC)
     tight = np.flatnonzero(row_status != _BASIC)  # rows whose activity sits at a bound
     if basic.size != tight.size or not np.isin(row_status[tight], (_LOWER, _UPPER)).all():
         return None
-    activity = np.where(row_status[tight] == _UPPER, np.asarray(lp.row_upper_)[tight],
-                        np.asarray(lp.row_lower_)[tight])
+    activity = np.where(row_status[tight] == _UPPER, model.row_hi[tight], model.row_lo[tight])
     if not np.isfinite(activity).all() or not np.isfinite(x).all():
         return None
     if basic.size:
@@ -201,5 +248,4 @@ def vertex_objective(h: highspy.Highs) -> float | None:
             x[basic] += lu.solve(residual())
     if not np.isfinite(x).all() or np.abs(x - x_highs).max() > 1e-6:
         return None
-    return float(np.sum(np.asarray(lp.col_cost_, dtype=float).astype(np.longdouble)
-                        * x.astype(np.longdouble)))
+    return float(np.sum(model.cost.astype(np.longdouble) * x.astype(np.longdouble)))

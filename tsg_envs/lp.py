@@ -17,15 +17,17 @@ window is over capacity; then λ_w is the smallest common stretch that makes
 it feasible (:func:`least_peak_utilisation`). The stages, each keeping the previous objectives
 within a relative 1e-6 of their optima by a row:
 
-1. the main LP (HiGHS: primal simplex), max Σ_θ P_θ u_θ;
+1. the main LP (HiGHS: primal simplex, each window from the last window's optimal basis),
+   max Σ_θ P_θ u_θ;
 2. the delay-aware face: min the peak utilisation max_r load_r / (f_r |w|) plus 1e-3 x the summed
    utilisation (HiGHS: primal simplex from stage 1's optimal basis, which stays primal feasible),
    so that the LP baseline is as kind to delay as its optimum allows;
 3. the unique policy: the point of that face closest in L2 to (π uniform, u = 0, v = 0), a
-   strictly convex QP (Clarabel, :mod:`tsg_envs.qp`), so that ties among allocations and among
-   the per-level utilities are broken the same way whatever the solver's path (simplex or
-   interior point, presolve on or off: :class:`SolverPath`) and whatever the order of the
-   resources, teams or categories (tested to 1e-7). The values are optimal to 1e-6 relative.
+   strictly convex QP (Clarabel, then the exact solve of its active set: :mod:`tsg_envs.qp`),
+   so that ties among allocations and among the per-level utilities are broken the same way
+   whatever the solver's path (simplex or interior point, presolve on or off, the reference
+   path: :class:`SolverPath`) and whatever the order of the resources, teams or categories
+   (tested to 1e-7). The values are optimal to 1e-6 relative.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "WindowLPSolution",
     "least_peak_utilisation",
     "min_risk_allocations",
+    "run_stage",
     "solve_window_lp",
     "window_edges",
 ]
@@ -81,7 +84,9 @@ def _tol(best: float) -> float:
     return _STAGE_TOL * max(1.0, abs(best))
 
 
-def _run_stage(h: highspy.Highs, solver: str, what: str) -> tuple[np.ndarray, float]:
+def run_stage(
+    h: highspy.Highs, solver: str, what: str, model: highs.ModelCopy | None = None
+) -> tuple[np.ndarray, float]:
     """Run one stage with ``solver``; return (x, the objective at its optimal vertex).
 
     ``solver``: ``"primal"`` (HiGHS's primal simplex), ``"simplex"`` (its dual simplex) or
@@ -96,7 +101,7 @@ def _run_stage(h: highspy.Highs, solver: str, what: str) -> tuple[np.ndarray, fl
     x, objective = highs.run(h, what)
     # The next stage keeps this optimum by a row: take it from the vertex, not from HiGHS's
     # report (1e-10 apart between solver paths, which the final QP would amplify).
-    exact = highs.vertex_objective(h)
+    exact = highs.vertex_objective(h, model)
     return x, objective if exact is None else exact
 
 
@@ -109,16 +114,24 @@ class SolverPath:
             ``"ipm"`` (interior point with crossover), or None for the default, its primal
             simplex (stage 2 warm-started from stage 1's basis).
         presolve: HiGHS's presolve on or off.
+        reference: The slow reference path the fast one is checked against (tests, the
+            ``--lp-stages`` benchmark): every window's main LP from HiGHS's own start instead of
+            the last window's optimal basis, each stage's model read back from HiGHS, and the
+            last stage by Clarabel alone to 1e-13 (``tsg_envs.qp.solve_qp(polish=False)``)
+            instead of Clarabel to 1e-9 and the exact solve of its active set.
     """
 
     solver: str | None = None
     presolve: bool = True
+    reference: bool = False
 
     def __post_init__(self) -> None:
         if self.solver is not None:
             validation.check_choice("solver", self.solver, ("simplex", "ipm"))
-        if not isinstance(self.presolve, bool):
-            raise TypeError(f"presolve must be a bool, got {validation.describe(self.presolve)}")
+        for name in ("presolve", "reference"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(
+                    f"{name} must be a bool, got {validation.describe(getattr(self, name))}")
 
 
 @dataclass(frozen=True)
@@ -266,8 +279,53 @@ def least_peak_utilisation(game: Game, n_passengers: float, capacity: np.ndarray
     return float(x[-1])
 
 
+#: HiGHS's basis statuses by their integer values.
+_STATUS = list(highspy.HighsBasisStatus.__members__.values())
+
+
+def _set_warm_basis(h: highspy.Highs, warm: dict, active: np.ndarray, act_theta: np.ndarray,
+                    fallback: np.ndarray, m: int, r: int, t: int) -> None:
+    """Start this window's main LP from the last window's optimal basis, mapped by category.
+
+    Consecutive windows share most of their categories, so the last optimum is a good start
+    (on the 300-flight day it halves the main LP's time). A category new to this window starts
+    with its risk rows' slacks basic and its min-risk allocation's largest team basic. The basis
+    is passed as an "alien" one: HiGHS repairs its count of basic variables and any singularity.
+    Where the simplex ends does not matter: the optimum's value is unique and is taken at the
+    vertex (:func:`run_stage`), and the last stage's QP is strictly convex.
+    """
+    prev, prev_col, prev_row = warm["active"], warm["col"], warm["row"]
+    na, na_p = active.size, prev.size
+    pos = np.searchsorted(prev, active)
+    pos = np.minimum(pos, na_p - 1)
+    old = prev[pos] == active
+    j = pos[old]
+    lower, basic, upper = 0, 1, 2
+    col_pi = np.full((na, t), lower, dtype=np.int8)
+    col_pi[np.arange(na), fallback[active].argmax(axis=1)] = basic
+    col_pi[old] = prev_col[: na_p * t].reshape(na_p, t)[j]
+    risk = np.full((na, m), basic, dtype=np.int8)
+    risk[old] = prev_row[: na_p * m].reshape(na_p, m)[j]
+    eq = np.full(na, lower, dtype=np.int8)
+    eq[old] = prev_row[na_p * m + r:][j]
+    prev_theta = warm["act_theta"]
+    col_u = np.full(act_theta.size, upper, dtype=np.int8)
+    tpos = np.minimum(np.searchsorted(prev_theta, act_theta), prev_theta.size - 1)
+    same = prev_theta[tpos] == act_theta
+    col_u[same] = prev_col[na_p * t:][tpos[same]]
+    cols = np.r_[col_pi.reshape(-1), col_u]
+    rows = np.r_[risk.reshape(-1), prev_row[na_p * m: na_p * m + r], eq]
+    b = highspy.HighsBasis()
+    b.col_status = [_STATUS[v] for v in cols]
+    b.row_status = [_STATUS[v] for v in rows]
+    b.valid = True
+    b.alien = True
+    h.setBasis(b)
+
+
 def _solve_window(
-    game: Game, counts: np.ndarray, length: float, fallback: np.ndarray, path: SolverPath
+    game: Game, counts: np.ndarray, length: float, fallback: np.ndarray, path: SolverPath,
+    warm: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Solve one window's LP. Returns (policy (C, T), utility (Θ,), stretch)."""
     t, m, k, r = game.n_teams, game.n_methods, game.n_flights, game.n_resources
@@ -333,10 +391,25 @@ def _solve_window(
     col_hi = np.concatenate([np.full(n_pi, np.inf), np.zeros(nu)])
     # Interior point (with crossover to a vertex) is about twice as fast as the simplex here.
     h = highs.model(cost, a_all, row_lo, row_hi, col_lo, col_hi)
+    # The model as HiGHS holds it, kept here as the stages change it (reading it back from HiGHS
+    # converts every vector to a Python list: a tenth of the LP stages' time on 300 flights).
+    model = highs.ModelCopy(cost, highs.ModelCopy.matrix(a_all), row_lo, row_hi, col_lo, col_hi)
     h.setOptionValue("presolve", "on" if path.presolve else "off")
     for name in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
         h.setOptionValue(name, _HIGHS_TOL)
-    _, objective = _run_stage(h, path.solver or _MAIN_SOLVER, "window LP")
+    warm_start = path.solver is None and not path.reference
+    warm = {} if warm is None else warm
+    if warm_start and "active" in warm:
+        _set_warm_basis(h, warm, active, act_theta, fallback, m, r, t)
+    _, objective = run_stage(h, path.solver or _MAIN_SOLVER, "window LP",
+                              None if path.reference else model)
+    if warm_start:
+        basis = h.getBasis()
+        warm.update(active=active, act_theta=act_theta,
+                    col=np.fromiter(map(int, basis.col_status), dtype=np.int8,
+                                    count=n_pi + nu),
+                    row=np.fromiter(map(int, basis.row_status), dtype=np.int8,
+                                    count=na * m + r + na))
     best = -objective
     ucol_idx = np.arange(n_pi, n_pi + nu, dtype=np.int32)
     # Each later stage keeps the earlier objectives at their optima by a row (relaxed by
@@ -365,25 +438,35 @@ def _solve_window(
         r, np.full(r, -highspy.kHighsInf), np.zeros(r), len(idx),
         np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), np.array(vals),
     )
-    _, best_pick = _run_stage(h, path.solver or _PICK_SOLVER, "window LP delay-aware stage")
+    n_col = v_col + 1
+    stage1_row = sparse.csr_array(
+        (-prior.astype(float), (np.zeros(nu, dtype=int), ucol_idx)), shape=(1, n_col))
+    util_block = sparse.csr_array(
+        (np.array(vals), np.array(idx, dtype=np.int32), np.r_[starts, len(idx)]),
+        shape=(r, n_col))
+    model = highs.ModelCopy(
+        np.r_[pick_cost, np.zeros(nu), 1.0],
+        highs.ModelCopy.matrix(sparse.vstack([
+            sparse.hstack([model.a, sparse.csc_array((model.a.shape[0], 1))]), stage1_row,
+            util_block])),
+        np.r_[row_lo, -np.inf, np.full(r, -np.inf)],
+        np.r_[row_hi, -best + _tol(best), np.zeros(r)],
+        np.r_[col_lo, 0.0], np.r_[col_hi, np.inf],
+    )
+    _, best_pick = run_stage(h, path.solver or _PICK_SOLVER, "window LP delay-aware stage",
+                              None if path.reference else model)
     # 3. The unique policy: on that face, the point closest to (π uniform, u = 0, v = 0) in L2, a
     # strictly convex QP, so the policy depends neither on the solver's path nor on the order of
     # resources, teams or categories; solved by an interior-point method (tsg_envs.qp).
-    model = h.getLp()
-    n_col = v_col + 1
-    a_face = sparse.csc_array(
-        (np.asarray(model.a_matrix_.value_), np.asarray(model.a_matrix_.index_),
-         np.asarray(model.a_matrix_.start_)), shape=(model.num_row_, n_col),
-    )
     face_row = sparse.csr_array(np.r_[pick_cost, np.zeros(nu), 1.0][None, :])
     x = qp.solve_qp(
         np.full(n_pi + nu + 1, 2.0),
         np.r_[np.full(n_pi, -2.0 / t), np.zeros(nu + 1)],
-        sparse.vstack([a_face, face_row]),
-        np.r_[np.asarray(model.row_lower_), -np.inf],
-        np.r_[np.asarray(model.row_upper_), best_pick + _tol(best_pick)],
-        np.asarray(model.col_lower_), np.asarray(model.col_upper_),
-        what="window LP unique-policy QP",
+        sparse.vstack([model.a, face_row]),
+        np.r_[model.row_lo, -np.inf],
+        np.r_[model.row_hi, best_pick + _tol(best_pick)],
+        model.col_lo, model.col_hi,
+        what="window LP unique-policy QP", polish=not path.reference,
     )
     pi = np.clip(x[:n_pi].reshape(na, t), 0.0, None)
     pi /= pi.sum(axis=1, keepdims=True)
@@ -487,9 +570,10 @@ def _solve_in_order(
     policy = np.empty((n_w, game.n_categories, game.n_teams))
     utility = np.zeros((n_w, game.n_risk_levels))
     stretch = np.ones(n_w)
+    warm: dict = {}
     for w in range(n_w):
         policy[w], utility[w], stretch[w] = _solve_window(
-            game, counts[w], float(edges[w + 1] - edges[w]), fallback, path
+            game, counts[w], float(edges[w + 1] - edges[w]), fallback, path, warm
         )
     psi = (-game.attacker_prior[None, :] * utility).max(axis=0)
     psi = np.maximum(psi, 0.0)

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
+from scipy import sparse
 
-from tsg_envs import highs
+from tsg_envs import highs, qp
 from tsg_envs.game import Game
 
 __all__ = [
@@ -295,8 +296,77 @@ def _centre(a_ub: np.ndarray, b_ub: np.ndarray, models: _DenseModels | None = No
     return y, radius, r_star
 
 
-def build_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
-    """Every category's polytope and centre for the risk bound ψ (one HiGHS LP + QP each).
+def _block_diagonal(blocks: np.ndarray) -> sparse.csc_array:
+    """The block-diagonal sparse matrix of dense blocks (B, p, q), zeros dropped."""
+    nb, p, q = blocks.shape
+    b, i, j = np.nonzero(blocks)
+    return sparse.csc_array((blocks[b, i, j], (b * p + i, b * q + j)), shape=(nb * p, nb * q))
+
+
+def _centres_batched(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_centre` of every category at once: one block LP, then one block QP.
+
+    The blocks do not interact, so each block's part of the solution is its own problem's (the
+    block LP's optimum is each Chebyshev radius r*; the block QP is strictly convex). Returns
+    (centres (C, T), radii (C,)), or None where a category needs :func:`_centre` on its own: a
+    failed solve, an r* <= 1e-9 (an empty or thin polytope, whose error names it), or a QP point
+    whose margin falls short of half r*.
+    """
+    c, k, t = a_ub.shape
+    norms = _hull_norms(a_ub)  # (C, K)
+    flat = norms <= 1e-12
+    # Stage 1: max Σ_c r_c, each block a_i x + r ‖P a_i‖ <= b_i, Σx = 1.
+    blocks = np.zeros((c, k + 1, t + 1))
+    blocks[:, :k, :t] = a_ub
+    blocks[:, :k, t] = norms
+    blocks[:, k, :t] = 1.0
+    row_lo = np.concatenate([np.full((c, k), -np.inf), np.ones((c, 1))], axis=1).reshape(-1)
+    row_hi = np.concatenate([b_ub, np.ones((c, 1))], axis=1).reshape(-1)
+    cost = np.zeros((c, t + 1))
+    cost[:, t] = -1.0
+    col_hi = np.full((c, t + 1), np.inf)
+    col_hi[:, t] = 1.0
+    try:
+        x, _ = highs.solve(cost.reshape(-1), _block_diagonal(blocks), row_lo, row_hi,
+                           np.full(c * (t + 1), -np.inf), col_hi.reshape(-1))
+    except RuntimeError:
+        return None
+    x = x.reshape(c, t + 1)
+    r_star = x[:, t]
+    if not np.all(r_star > 1e-9):
+        return None
+    # Stage 2: the closest point to uniform keeping at least half of each block's best margin.
+    blocks2 = np.zeros((c, k + 1, t))
+    blocks2[:, :k] = a_ub
+    blocks2[:, k] = 1.0
+    row_hi2 = np.concatenate([b_ub - 0.5 * r_star[:, None] * norms, np.ones((c, 1))], axis=1)
+    # HiGHS's active-set QP slows down with the number of blocks; Clarabel's interior point and
+    # its exact active-set polish (tsg_envs.qp) scale with them.
+    try:
+        y = qp.solve_qp(
+            np.ones(c * t), np.full(c * t, -1.0 / t), _block_diagonal(blocks2), row_lo,
+            row_hi2.reshape(-1), np.full(c * t, -np.inf), np.full(c * t, np.inf),
+            what="polytope centres QP",
+        )
+    except RuntimeError:
+        return None
+    y = y.reshape(c, t)
+    slack = b_ub - np.einsum("ckt,ct->ck", a_ub, y)
+    margin = np.where(flat, np.inf, slack / np.where(flat, 1.0, norms))
+    radii = margin.min(axis=1)
+    if not np.all(radii >= 0.5 * r_star * (1 - 1e-6)):
+        return None
+    return y, radii
+
+
+def build_polytopes(game: Game, risk_bound: np.ndarray, *, batched: bool = True) -> PolytopeSet:
+    """Every category's polytope and centre for the risk bound ψ.
+
+    The centres of all categories come from one block-diagonal HiGHS LP and one block QP
+    (:func:`_centres_batched`, the same problems as :func:`_centre` side by side); where that
+    cannot vouch for every category (an empty or thin polytope, a failed solve), each category
+    is solved on its own (one LP + QP each), which also names the offending category.
+    ``batched=False`` solves every category on its own (the reference the tests compare with).
 
     Raises:
         InfeasibleRiskBoundError: naming θ, κ, the ψ_θ given and the smallest ψ_θ the category
@@ -311,6 +381,11 @@ def build_polytopes(game: Game, risk_bound: np.ndarray) -> PolytopeSet:
     c, t = game.n_categories, game.n_teams
     a_ub = np.concatenate([a_risk, np.broadcast_to(-np.eye(t), (c, t, t))], axis=1)
     b_ub = np.concatenate([b_risk, np.zeros((c, t))], axis=1)
+    together = _centres_batched(a_ub, b_ub) if batched else None
+    if together is not None:
+        centers, radii = together
+        return PolytopeSet(A_ub=a_ub, b_ub=b_ub, centers=centers, radii=radii,
+                           risk_bound=psi.copy())
     centers = np.empty((c, t))
     radii = np.empty(c)
     models = _DenseModels()
