@@ -26,7 +26,6 @@ from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tianshou.data import Batch
 from tianshou.utils.net.continuous import SIGMA_MAX, SIGMA_MIN, ContinuousActorProbabilistic
 from tianshou.utils.torch_utils import policy_within_training_step
-from torch.distributions.utils import _standard_normal
 
 from baselines.api import Method, RunConfig
 from baselines.checkpoint import find_weights, load_module_tensors, read_weights
@@ -137,7 +136,8 @@ def numpy_explorer(actor: ContinuousActorProbabilistic) -> Callable[[np.ndarray]
         h = features(obs_NO)
         loc = mu(h)
         scale = np.exp(np.clip(sigma(h), SIGMA_MIN, SIGMA_MAX))
-        eps = _standard_normal(loc.shape, dtype=torch.float32, device="cpu").numpy()
+        # as torch.distributions' rsample draws ε (``_standard_normal``): the same stream
+        eps = torch.empty(loc.shape, dtype=torch.float32).normal_().numpy()
         return np.tanh(loc + eps * scale).astype(np.float64)
 
     return explore

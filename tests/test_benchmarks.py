@@ -131,7 +131,8 @@ def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
     # start-up: the phases the child measured add up to no more than the whole launch
     s = result["startup"]
     assert s["method"] == "alpha-ddpg" and s["python_s"] > 0
-    assert s["startup_s"] == pytest.approx(s["python_s"] + s["method_import_s"] + s["env_s"]
+    assert s["startup_s"] == pytest.approx(s["python_s"] + s["tianshou_import_s"]
+                                           + s["method_import_s"] + s["env_s"]
                                            + s["build_s"] + s["first_update_s"])
     p = result["projection_share"]
     for step in ("actor_update", "explore"):
