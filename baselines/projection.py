@@ -17,6 +17,7 @@ Shapes: B batch, T teams, K = M + T inequality rows, C categories, O observation
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -74,6 +75,178 @@ def violation_torch(y_BT: torch.Tensor, a_BKT: torch.Tensor, b_BK: torch.Tensor)
 def projection_distance(s_BT: torch.Tensor, y_BT: torch.Tensor) -> torch.Tensor:
     """‖s - y‖² per sample: the optional regulariser on how far the projection moved s."""
     return (s_BT - y_BT).pow(2).sum(dim=-1)
+
+
+#: Set to ``0`` to run the α-projection as torch operations on CPU too (read at first use).
+KERNEL_ENV_VAR = "TSG_BASELINES_PROJECTION_KERNEL"
+#: ``baselines.projection_kernel`` once loaded; False where numba is missing or turned off.
+_KERNEL: Any = None
+_NO_CATS = np.zeros(0, dtype=np.int64)
+_NO_ONEHOT = np.zeros((0, 0))
+_NONE_F = np.zeros(0)
+_NONE_B = np.zeros(0, dtype=np.bool_)
+
+
+def _kernel() -> Any:
+    """The compiled α-projection module, or None (numba missing, or turned off)."""
+    global _KERNEL
+    if _KERNEL is None:
+        _KERNEL = False
+        if os.environ.get(KERNEL_ENV_VAR, "1").strip() != "0":
+            try:
+                from baselines import projection_kernel
+            except ImportError:
+                pass
+            else:
+                _KERNEL = projection_kernel
+    return _KERNEL or None
+
+
+def _project_compiled(
+    kernel: Any,
+    s_BT: torch.Tensor,
+    onehot_BC: np.ndarray,
+    cat_B: np.ndarray,
+    buffers: tuple[np.ndarray, np.ndarray, np.ndarray],
+    scale: float,
+    save: bool,
+) -> tuple[torch.Tensor, tuple[np.ndarray, ...]]:
+    """The α-projection by the compiled forward; with ``save``, what the backward needs."""
+    s = s_BT.detach().numpy()
+    n, t = s.shape
+    y = np.empty((n, t), dtype=s.dtype)
+    if save:
+        saved: tuple[np.ndarray, ...] = (np.empty((n, t)), np.empty(n), np.empty((n, t)),
+                                         np.empty(n), np.empty(n, dtype=np.bool_),
+                                         np.empty(n, dtype=np.bool_))
+    else:
+        saved = (_NO_ONEHOT, _NONE_F, _NO_ONEHOT, _NONE_F, _NONE_B, _NONE_B)
+    kernel.alpha_forward(s, onehot_BC, cat_B, *buffers, scale, save, y, *saved)
+    return torch.from_numpy(y), saved if save else ()
+
+
+class _CompiledAlphaFn(torch.autograd.Function):
+    """The compiled α-projection with its backward, bit for bit autograd's gradient.
+
+    Backward: ``∂L/∂s = α g + a_k* (-(g·d) c w)`` on the rows where α moves with ``s``,
+    ``α g`` on the other rows with a passenger, ``g`` on the rows without one, where ``g·d`` is
+    torch's own row sum (the reduction order autograd uses) and the rest one compiled call.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        s_BT: torch.Tensor,
+        kernel: Any,
+        onehot_BC: np.ndarray,
+        cat_B: np.ndarray,
+        buffers: tuple[np.ndarray, np.ndarray, np.ndarray],
+        scale: float,
+    ) -> torch.Tensor:
+        y_BT, saved = _project_compiled(kernel, s_BT, onehot_BC, cat_B, buffers, scale, True)
+        ctx.kernel, ctx.scale, ctx.saved = kernel, scale, saved
+        return y_BT
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, g_BT: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        d, alpha, a_k, w, moves, keep = ctx.saved
+        g = g_BT.contiguous()
+        g_alpha = (g.double() * torch.from_numpy(d)).sum(dim=-1).numpy()
+        out = np.empty(d.shape, dtype=g.numpy().dtype)
+        ctx.kernel.alpha_backward(g.numpy(), g_alpha, alpha, a_k, w, moves, keep, ctx.scale,
+                                  out)
+        return torch.from_numpy(out), None, None, None, None, None
+
+
+def _alpha_project(
+    s_BT: torch.Tensor,
+    a_ub: torch.Tensor,
+    centers: torch.Tensor,
+    slack0: torch.Tensor,
+    cat_B: torch.Tensor,
+    valid_B: torch.Tensor | None,
+    shrink: float,
+    for_backward: bool = False,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    """The α-projection's forward (no autograd graph) and, if asked, what its backward needs.
+
+    The saved tensors are ``d`` (B, T), ``α`` (B,), the binding row ``a_k*`` (B, T), the
+    weight ``w = (σ_k* / a_k*·d) / a_k*·d`` (B,) and the mask of rows whose α moves with ``s``.
+    """
+    s = s_BT.double()
+    # index_select, not advanced indexing: the same copy, several times cheaper
+    a_BKT = a_ub.index_select(0, cat_B)
+    y0_BT = centers.index_select(0, cat_B)
+    d_BT = s - y0_BT
+    ad_BK = torch.bmm(a_BKT, d_BT.unsqueeze(-1)).squeeze(-1)  # A d, as einsum("bkt,bt")
+    pos = ad_BK > 0
+    den_BK = torch.where(pos, ad_BK, 1.0)
+    slack_BK = slack0.index_select(0, cat_B)
+    ratio_BK = torch.where(pos, slack_BK / den_BK, torch.inf)
+    rmin_B, k_B = ratio_BK.min(dim=-1)
+    alpha_B = rmin_B.clamp(max=1.0)
+    cond_B = alpha_B < 1.0
+    shrunk_B = alpha_B * (1.0 - shrink)
+    alpha_B = torch.where(cond_B, shrunk_B.clamp(min=0.0), 1.0)
+    y_BT = y0_BT + alpha_B[:, None] * d_BT
+    if valid_B is not None:
+        y_BT = torch.where(valid_B[:, None], y_BT, s)
+    if not for_backward:
+        return y_BT.to(s_BT.dtype), ()
+    k_B1 = k_B[:, None]
+    den_B = den_BK.gather(1, k_B1).squeeze(1)
+    # the chain of masks autograd would apply: where(α < 1), clamp(min=0), clamp(max=1) of the
+    # min, and where(a_k*·d > 0); on these rows α = c σ_k* / (a_k*·d) moves with s
+    moves_B = cond_B & (shrunk_B >= 0.0) & (rmin_B <= 1.0) & pos.gather(1, k_B1).squeeze(1)
+    w_B = (slack_BK.gather(1, k_B1).squeeze(1) / den_B) / den_B
+    a_k_BT = a_BKT.gather(1, k_B1[:, :, None].expand(-1, 1, a_BKT.shape[-1])).squeeze(1)
+    return y_BT.to(s_BT.dtype), (d_BT, alpha_B, a_k_BT, w_B, moves_B)
+
+
+class _AlphaProjectFn(torch.autograd.Function):
+    """The α-projection with a hand-written backward, bit for bit autograd's gradient.
+
+    Autograd's backward of :func:`_alpha_project` runs about fifteen nodes; this one does the
+    same arithmetic in the same order on what the forward saved: for ``y = y0 + α d`` with
+    ``α = c σ_k* / (a_k*·d)`` on the rows where the binding row moves α,
+    ``∂L/∂d = α g + (g·d)(-c w) a_k*`` with ``w = σ_k* / (a_k*·d)²`` (as autograd's division
+    backward computes it), ``∂L/∂d = α g`` on the others. ``tests/test_projection.py`` checks
+    values and gradients against the plain autograd form bit for bit.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        s_BT: torch.Tensor,
+        a_ub: torch.Tensor,
+        centers: torch.Tensor,
+        slack0: torch.Tensor,
+        cat_B: torch.Tensor,
+        valid_B: torch.Tensor | None,
+        shrink: float,
+    ) -> torch.Tensor:
+        y_BT, saved = _alpha_project(s_BT, a_ub, centers, slack0, cat_B, valid_B, shrink, True)
+        ctx.save_for_backward(*saved, valid_B)
+        ctx.scale = 1.0 - shrink
+        ctx.in_dtype = s_BT.dtype
+        return y_BT
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, g_BT: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        d_BT, alpha_B, a_k_BT, w_B, moves_B, valid_B = ctx.saved_tensors
+        g = g_BT.double()
+        if valid_B is not None:  # torch.where(valid, y, s): the rows without a passenger
+            g_direct = torch.where(valid_B[:, None], 0.0, g)
+            g = torch.where(valid_B[:, None], g, 0.0)
+        g_d = g * alpha_B[:, None]
+        g_alpha = (g * d_BT).sum(dim=-1)
+        g_ad = torch.where(moves_B, -(g_alpha * ctx.scale) * w_B, 0.0)
+        g_d = g_d + a_k_BT * g_ad[:, None]
+        if valid_B is not None:
+            g_d = g_d + g_direct
+        return g_d.to(ctx.in_dtype), None, None, None, None, None, None
 
 
 class AlphaProjection(nn.Module):
@@ -143,6 +316,20 @@ class AlphaProjection(nn.Module):
         Returns:
             (B, T) projected points, in ``s``'s dtype (computed in float64).
         """
+        kernel = _kernel() if s_BT.device.type == "cpu" else None
+        if kernel is not None:
+            if cat_B is None:
+                if obs_BO is None:
+                    raise ValueError("give obs_BO or cat_B")
+                obs = obs_BO.detach().numpy() if isinstance(obs_BO, torch.Tensor) else obs_BO
+                onehot, cats = np.asarray(obs)[..., self.category], _NO_CATS
+            else:
+                onehot = _NO_ONEHOT
+                cats = np.ascontiguousarray(torch.as_tensor(cat_B).numpy(), dtype=np.int64)
+            args = (kernel, onehot, cats, self._numpy_buffers(), 1.0 - self.shrink)
+            if torch.is_grad_enabled() and s_BT.requires_grad:
+                return _CompiledAlphaFn.apply(s_BT, *args)
+            return _project_compiled(args[0], s_BT, *args[1:], False)[0]
         valid_B = None
         if cat_B is None:
             if obs_BO is None:
@@ -152,22 +339,21 @@ class AlphaProjection(nn.Module):
             top_B, cat_B = torch.as_tensor(obs_BO)[..., self.category].max(dim=-1)
             valid_B = top_B > 0.5
         cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.centers.device)
-        s = s_BT.double()
-        # index_select, not advanced indexing: the same copy, several times cheaper
-        a_BKT = self.a_ub.index_select(0, cat_B)
-        y0_BT = self.centers.index_select(0, cat_B)
-        d_BT = s - y0_BT
-        ad_BK = torch.bmm(a_BKT, d_BT.unsqueeze(-1)).squeeze(-1)  # A d, as einsum("bkt,bt")
-        pos = ad_BK > 0
-        ratio_BK = torch.where(
-            pos, self.slack0.index_select(0, cat_B) / torch.where(pos, ad_BK, 1.0), torch.inf
-        )
-        alpha_B = ratio_BK.min(dim=-1).values.clamp(max=1.0)
-        alpha_B = torch.where(alpha_B < 1.0, (alpha_B * (1.0 - self.shrink)).clamp(min=0.0), 1.0)
-        y_BT = y0_BT + alpha_B[:, None] * d_BT
-        if valid_B is not None and not bool(valid_B.all()):
-            y_BT = torch.where(valid_B[:, None], y_BT, s)
-        return y_BT.to(s_BT.dtype)
+        if valid_B is not None and bool(valid_B.all()):
+            valid_B = None  # every row has a passenger: skip the final where
+        targs = (self.a_ub, self.centers, self.slack0, cat_B, valid_B, self.shrink)
+        if torch.is_grad_enabled() and s_BT.requires_grad:
+            return _AlphaProjectFn.apply(s_BT, *targs)
+        return _alpha_project(s_BT, *targs)[0]
+
+    def _numpy_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Numpy views of ``a_ub``, ``centers`` and ``slack0`` (remade if a buffer moved)."""
+        key = (self.a_ub.data_ptr(), self.centers.data_ptr(), self.slack0.data_ptr())
+        cached = self.__dict__.get("_np_buffers")
+        if cached is None or cached[0] != key:
+            cached = (key, (self.a_ub.numpy(), self.centers.numpy(), self.slack0.numpy()))
+            self.__dict__["_np_buffers"] = cached
+        return cached[1]
 
     def violation(self, y_BT: torch.Tensor, cat_B: torch.Tensor) -> torch.Tensor:
         """Per-sample SPEC violation of ``y`` against its category's polytope, in float64."""

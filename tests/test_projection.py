@@ -10,6 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import baselines.projection as projection_module  # noqa: E402
 import tsg_envs  # noqa: E402,F401
 from baselines.projection import (  # noqa: E402
     AlphaProjection,
@@ -40,11 +41,27 @@ def proj(env: gym.Env) -> AlphaProjection:
     return AlphaProjection.from_env(env)
 
 
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
+
+
+@pytest.fixture(params=["compiled", "torch"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test through the compiled kernel (numba) and through plain torch operations."""
+    if request.param == "compiled":
+        if not HAS_NUMBA:
+            pytest.skip("numba is not installed")
+        monkeypatch.setattr(projection_module, "_KERNEL", None)  # load it
+        assert projection_module._kernel() is not None
+    else:
+        monkeypatch.setattr(projection_module, "_KERNEL", False)
+    return str(request.param)
+
+
 def _hand() -> AlphaProjection:
     return AlphaProjection(A_HAND, B_HAND, Y0_HAND, slice(0, 1))
 
 
-def test_hand_projection_value() -> None:
+def test_hand_projection_value(path: str) -> None:
     # s = (0, 1): d = s - y0 = (-0.75, 0.75). Row 0: a·d = 0.75 > 0, slack b - a·y0 = -0.5 +
     # 0.75 = 0.25, ratio 1/3; row 1 (-π0 ≤ 0): a·d = 0.75, slack 0.75, ratio 1; row 2: a·d < 0.
     # α = (1/3)(1 - 1e-6); y = y0 + α d = (0.75 - 0.25 (1 - 1e-6), 0.25 + 0.25 (1 - 1e-6)).
@@ -55,7 +72,7 @@ def test_hand_projection_value() -> None:
     np.testing.assert_array_equal(y_in.numpy(), [[0.6, 0.4]])
 
 
-def test_hand_projection_jacobian() -> None:
+def test_hand_projection_jacobian(path: str) -> None:
     # With row 0 active, α(s) = c σ / (a·(s - y0)), c = 1 - 1e-6, σ = 0.25, a = (-1, 0), so
     # ∂α/∂s = -c σ a / (a·d)² = (c·0.25/0.5625, 0) = (4c/9, 0) at s = (0, 1), and
     # J = α I + d ∂αᵀ = [[c/3 - 0.75·4c/9, 0], [0.75·4c/9, c/3]] = [[0, 0], [c/3, c/3]].
@@ -68,7 +85,8 @@ def test_hand_projection_jacobian() -> None:
     )
 
 
-def test_gradcheck_on_the_default_polytopes(env: gym.Env, proj: AlphaProjection) -> None:
+def test_gradcheck_on_the_default_polytopes(env: gym.Env, proj: AlphaProjection, path: str
+                                             ) -> None:
     polys = env.unwrapped.polytopes
     rng = np.random.default_rng(0)
     n = 400
@@ -93,7 +111,7 @@ def test_gradcheck_on_the_default_polytopes(env: gym.Env, proj: AlphaProjection)
     assert torch.autograd.gradcheck(lambda v: proj(v, cat_B=cat_b), (x,), eps=1e-7, atol=1e-5)
 
 
-def test_agrees_with_numpy(env: gym.Env, proj: AlphaProjection) -> None:
+def test_agrees_with_numpy(env: gym.Env, proj: AlphaProjection, path: str) -> None:
     polys = env.unwrapped.polytopes
     rng = np.random.default_rng(1)
     n = 20_000
@@ -104,7 +122,8 @@ def test_agrees_with_numpy(env: gym.Env, proj: AlphaProjection) -> None:
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
 
 
-def test_category_from_observation_and_terminal_rows(env: gym.Env, proj: AlphaProjection) -> None:
+def test_category_from_observation_and_terminal_rows(env: gym.Env, proj: AlphaProjection,
+                                                     path: str) -> None:
     layout = env.unwrapped.obs_layout
     obs_dim = env.observation_space.shape[0]
     rng = np.random.default_rng(2)
@@ -121,7 +140,8 @@ def test_category_from_observation_and_terminal_rows(env: gym.Env, proj: AlphaPr
     np.testing.assert_array_equal(by_obs[4].numpy(), s[4].numpy())  # no passenger: unchanged
 
 
-def test_float32_outputs_are_feasible_in_float64(env: gym.Env, proj: AlphaProjection) -> None:
+def test_float32_outputs_are_feasible_in_float64(env: gym.Env, proj: AlphaProjection,
+                                                 path: str) -> None:
     polys = env.unwrapped.polytopes
     rng = np.random.default_rng(3)
     n = 100_000
@@ -197,7 +217,7 @@ def _reference_alpha_projection(p: AlphaProjection, s_BT: torch.Tensor, obs_BO: 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_forward_equals_the_plain_form_bit_for_bit(env: gym.Env, proj: AlphaProjection,
-                                                   dtype: torch.dtype) -> None:
+                                                   dtype: torch.dtype, path: str) -> None:
     u = env.unwrapped
     n_cat, n_teams = proj.a_ub.shape[0], proj.n_teams
     gen = torch.Generator().manual_seed(7)
