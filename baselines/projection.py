@@ -363,12 +363,26 @@ class AlphaProjection(nn.Module):
     def numpy_forward(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """``(s (B, T), obs (B, O)) -> y (B, T)`` float64: :meth:`forward` in numpy (no grad).
 
-        The same formulas on the same float64 arrays (views of the buffers), to float64
-        rounding, for acting: every output is as feasible as :meth:`forward`'s.
+        For acting. Where the compiled kernel runs (numba, CPU), it is :meth:`forward`'s own
+        arithmetic, bit for bit; else the same formulas in numpy on the same float64 arrays
+        (views of the buffers), to float64 rounding. Every output is as feasible as
+        :meth:`forward`'s.
         """
         a_ub, centers, slack0 = (t.detach().cpu().numpy() for t in (self.a_ub, self.centers,
                                                                      self.slack0))
         category, shrink = self.category, self.shrink
+        kernel = _kernel()
+        if kernel is not None:  # the compiled forward: torch's CPU forward bit for bit
+            buffers, scale, no = (a_ub, centers, slack0), 1.0 - shrink, _NONE_F
+
+            def project_compiled(s_BT: np.ndarray, obs_BO: np.ndarray) -> np.ndarray:
+                s = np.ascontiguousarray(s_BT, dtype=np.float64)
+                y = np.empty_like(s)
+                kernel.alpha_forward(s, obs_BO[:, category], _NO_CATS, *buffers, scale, False, y,
+                                     _NO_ONEHOT, no, _NO_ONEHOT, no, _NONE_B, _NONE_B)
+                return y
+
+            return project_compiled
 
         def project(s_BT: np.ndarray, obs_BO: np.ndarray) -> np.ndarray:
             onehot_BC = obs_BO[:, category]

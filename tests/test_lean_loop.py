@@ -8,6 +8,8 @@ flags against torch's recursive ``Module.train``.
 
 from __future__ import annotations
 
+import importlib.util
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -105,15 +107,26 @@ def test_numpy_radial_squash_equals_the_torch_one(env: gym.Env) -> None:
     np.testing.assert_allclose(squash.numpy_forward()(z, obs), ref, rtol=0, atol=1e-14)
 
 
-def test_numpy_head_equals_the_torch_head(env: gym.Env) -> None:
+@pytest.mark.parametrize("compiled", [True, False])
+def test_numpy_head_equals_the_torch_head(env: gym.Env, compiled: bool,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import baselines.projection as projection_module
+
+    if compiled and importlib.util.find_spec("numba") is None:
+        pytest.skip("numba is not installed")
     proj = AlphaProjection.from_env(env)
-    project = proj.numpy_forward()
     obs = _observations(env, 500, seed=3)
     obs[::7, env.unwrapped.obs_layout["category"]] = 0.0  # rows without a passenger
     s = np.random.default_rng(0).dirichlet(np.full(proj.n_teams, 0.3), size=len(obs))
+    monkeypatch.setattr(projection_module, "_KERNEL", False)  # the reference: torch operations
     with torch.no_grad():
         ref = proj(torch.from_numpy(s), torch.from_numpy(obs)).numpy()
-    np.testing.assert_allclose(project(s, obs), ref, rtol=0, atol=1e-14)
+    monkeypatch.setattr(projection_module, "_KERNEL", None if compiled else False)
+    project = proj.numpy_forward()
+    if compiled:  # the compiled kernel is torch's arithmetic: bit for bit
+        np.testing.assert_array_equal(project(s, obs), ref)
+    else:
+        np.testing.assert_allclose(project(s, obs), ref, rtol=0, atol=1e-14)
     np.testing.assert_array_equal(project(s, obs)[::7], s[::7])
 
 
