@@ -24,6 +24,7 @@ speed          ``results/bench_speed.json``          ``python -m benchmarks.envs
 bounds         ``results/bench_bounds.json``         ``python -m benchmarks.envs --bounds JSON``
 vector         ``results/bench_vector.json``         ``python -m benchmarks.envs --vector JSON``
 harness        ``results/bench_harness.json``        ``python -m benchmarks.envs --harness JSON``
+agents         ``results/bench_agents.json``         ``python -m benchmarks.envs --agents JSON``
 family         ``results/bench_family.json``         ``python -m benchmarks.envs --family JSON``
 lp-agreement   ``results/bench_lp-agreement.json``   ``... envs --lp-agreement JSON``
 lp-stages      ``results/bench_lp-stages.json``      ``... envs --lp-stages JSON``
@@ -345,6 +346,7 @@ BLOCKS: dict[str, Generator] = {
     "bounds": _bench("bounds"),
     "vector": _bench("vector"),
     "harness": _bench("harness"),
+    "agents": _bench("agents"),
     "loops": _loops,
     "family": _bench("family"),
     "lp-agreement": _bench("lp-agreement"),
