@@ -56,17 +56,20 @@ from baselines.nonlearning import (
     solve_or_resume,
 )
 from tsg_envs import highs
+from tsg_envs.cache import KeyedCache
 from tsg_envs.game import Game
 from tsg_envs.harness import column
 from tsg_envs.lp import solve_window_lp
 from tsg_envs.polytope import PolytopeSet, alpha_project
 
 __all__ = [
+    "SLACK_LP_CACHE",
     "SlackLPConfig",
     "SlackLPSolution",
     "window_utilisation",
     "solve_slack_lp",
     "slack_lp_for_env",
+    "slack_lp_key",
     "SlackLPAgent",
     "make_agent",
     "train",
@@ -342,13 +345,50 @@ def solve_slack_lp(
     )
 
 
+#: Slack-LP solutions of the instances solved last in this process, keyed by their content
+#: (:func:`slack_lp_key`): the slack-LP, slack-guided and ES-guided agents of one instance share
+#: one solve (on the 300-flight window it is most of their set-up). The solutions are frozen.
+SLACK_LP_CACHE: KeyedCache[SlackLPSolution] = KeyedCache(8)
+
+
+def slack_lp_key(
+    game: Game, polytopes: PolytopeSet, window_minutes: float | None, config: SlackLPConfig
+) -> tuple | None:
+    """What a slack-LP solution depends on, or None for a game without a cache key.
+
+    The game's key (its config and seed), the LP windows, the polytopes' arrays (their digest:
+    the same game at another ψ, or polytopes built another way, is another key) and the
+    config's margin and tolerance.
+    """
+    if game.key is None:
+        return None
+    import hashlib
+
+    digest = hashlib.sha256()
+    for arr in (polytopes.A_ub, polytopes.b_ub, polytopes.centers):
+        a = np.ascontiguousarray(arr, dtype=np.float64)
+        digest.update(str(a.shape).encode())
+        digest.update(a.tobytes())
+    return (game.key, window_minutes, digest.hexdigest(), float(config.margin),
+            float(config.tolerance))
+
+
 def slack_lp_for_env(env: gym.Env, config: SlackLPConfig | None = None) -> SlackLPSolution:
-    """The slack LP of ``env``'s instance, at its ψ, over its LP's windows."""
+    """The slack LP of ``env``'s instance, at its ψ, over its LP's windows.
+
+    Solved once per content (:data:`SLACK_LP_CACHE`): a second agent built on the same instance
+    (the slack-guided agent beside the slack LP in a protocol unit) gets the same solution
+    without solving it again.
+    """
     config = config or SlackLPConfig()
     u = env.unwrapped
     minutes = u.lp_window_minutes if config.window_minutes == "env" else config.window_minutes
-    lp = solve_window_lp(u.game, minutes)
-    return solve_slack_lp(u.game, u.polytopes, lp.expected_counts, lp.window_edges, config)
+
+    def solve() -> SlackLPSolution:
+        lp = solve_window_lp(u.game, minutes)
+        return solve_slack_lp(u.game, u.polytopes, lp.expected_counts, lp.window_edges, config)
+
+    return SLACK_LP_CACHE.get_or_make(slack_lp_key(u.game, u.polytopes, minutes, config), solve)
 
 
 class SlackLPAgent:

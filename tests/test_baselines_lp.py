@@ -133,8 +133,47 @@ def test_slack_lp_peak_at_most_the_lp_peak_in_every_window(env_id):
 
 
 def test_slack_lp_is_deterministic(env, slack_agent):
-    again = slack_lp.slack_lp_for_env(env)
+    u = env.unwrapped
+    lp = u.lp_solution
+    # Solved again from scratch (not through the cache): the same policy, bit for bit.
+    again = solve_slack_lp(u.game, u.polytopes, lp.expected_counts, lp.window_edges)
     np.testing.assert_array_equal(again.policy, slack_agent.solution.policy)
+
+
+def test_slack_lp_is_solved_once_per_instance_and_shared(small_env):
+    # The slack-LP and slack-guided agents of one instance share one solve (a protocol unit
+    # builds both); the cache is keyed by content, so another ψ or another margin is re-solved.
+    slack_lp.SLACK_LP_CACHE.clear()
+    calls = []
+    real = slack_lp.solve_slack_lp
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    slack_lp.solve_slack_lp = counting
+    try:
+        plain = slack_lp.make_agent(small_env)
+        guided = slack_guided.make_agent(small_env)
+        assert guided.guide is plain.solution and len(calls) == 1
+        other_margin = slack_lp.slack_lp_for_env(small_env, slack_lp.SlackLPConfig(margin=1e-8))
+        assert len(calls) == 2 and other_margin is not plain.solution
+        u = small_env.unwrapped
+        looser = gym.make(SMALL_ID, instance_seed=1,
+                          risk_bound=np.asarray(u.polytopes.risk_bound) * 1.5)
+        assert slack_lp.slack_lp_key(u.game, u.polytopes, 60.0, slack_lp.SlackLPConfig()) != \
+            slack_lp.slack_lp_key(looser.unwrapped.game, looser.unwrapped.polytopes, 60.0,
+                                  slack_lp.SlackLPConfig())
+        wider = slack_lp.slack_lp_for_env(looser)
+        assert len(calls) == 3
+        # A looser ψ leaves more risk budget to spend on delay: no window's peak is higher.
+        assert np.all(wider.peak_utilisation <= plain.solution.peak_utilisation + 1e-9)
+    finally:
+        slack_lp.solve_slack_lp = real
+    # A hand-built game has no cache key: never cached.
+    game = hand_game([1.0, 3.0], [[1, 0], [0, 1]], [0.9, 0.3])
+    polys = build_polytopes(game, np.array([6.0]))
+    assert slack_lp.slack_lp_key(game, polys, None, slack_lp.SlackLPConfig()) is None
 
 
 # --- per-passenger LPs: hand-solved ------------------------------------------------------

@@ -256,12 +256,36 @@ def test_window_binding_step_binds_without_overload() -> None:
 
 
 def test_window_binding_gives_up_with_a_clear_error(monkeypatch) -> None:
-    from tsg_envs import calibration
+    from tsg_envs import calibration, instances
 
     monkeypatch.setattr(calibration, "MIN_CAPACITY_LOSS", 10.0)  # no draw can lose 1000%
     monkeypatch.setattr(calibration, "MAX_WINDOW_DRAWS", 2)
+    instances.INSTANCE_CACHE.clear()  # an instance drawn earlier under the real constants
     with pytest.raises(ValueError, match="window_tightness=None"):
         make_game(GameConfig(horizon="window", n_flights=5), seed=0)
+
+
+def test_an_instance_is_drawn_once_per_process(monkeypatch) -> None:
+    # The binding step (two window LPs per draw) runs once per (config, seed); a second
+    # make_game gets the same frozen game, and another seed is drawn afresh.
+    from tsg_envs import calibration, instances
+
+    instances.INSTANCE_CACHE.clear()
+    calls = []
+    real = calibration.window_binding
+
+    def counting(game, tightness):
+        calls.append(game.seed)
+        return real(game, tightness)
+
+    monkeypatch.setattr(calibration, "window_binding", counting)
+    config = GameConfig(horizon="window", n_flights=5)
+    first = make_game(config, seed=3)
+    n = len(calls)
+    assert n >= 1 and make_game(config, seed=3) is first and len(calls) == n
+    other = make_game(config, seed=4)
+    assert len(calls) > n and other.seed == 4
+    assert not first.rates.flags.writeable  # shared, so read-only
 
 
 def test_reordered_by_hand() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tsg_envs import calibration, schedules, validation
+from tsg_envs.cache import KeyedCache
 from tsg_envs.game import Game, GameConfig
 
 __all__ = ["InstanceDraw", "draw_instance", "make_game"]
@@ -116,8 +117,21 @@ def draw_instance(config: GameConfig, seed: int) -> InstanceDraw:
     """:func:`make_game` with its record: how many draws the seed took and the binding verdict.
 
     Draw 0 uses ``numpy.random.default_rng(seed)``, draw d > 0 ``default_rng([seed, d])``.
+    Cached per (config, seed) in :data:`INSTANCE_CACHE`: on the window horizon the binding step
+    solves two window LPs per draw (on 300 flights most of a first construction), and every
+    later environment of the instance (the vector envs of an evaluation, a second agent's env)
+    gets the same frozen game without them.
     """
     seed = validation.check_int("seed", seed, low=0)
+    return INSTANCE_CACHE.get_or_make((config, seed), lambda: _draw_instance(config, seed))
+
+
+#: The instances drawn last in this process, by (config, seed) (games are frozen, read-only).
+#: A test that changes the calibration's constants must clear it.
+INSTANCE_CACHE: KeyedCache[InstanceDraw] = KeyedCache(16)
+
+
+def _draw_instance(config: GameConfig, seed: int) -> InstanceDraw:
     if config.horizon != "window" or config.window_tightness is None:
         return InstanceDraw(_draw(config, seed, np.random.default_rng(seed)), 1, None)
     # The single-window binding step: the first draw that binds without overload.
