@@ -250,19 +250,33 @@ def filled_buffer(n: int, seed: int, env_id: str = "tsg/Screening-v1") -> Any:
     return buffer
 
 
-def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed: int = 0
-                        ) -> dict[str, float]:
+def loop_buffer_size(cfg: Any, grad_steps: int) -> int:
+    """The replay buffer's mean size over a loop's updates: the bare update's fair buffer.
+
+    Updates start when the warm-up is stored and go on while the buffer grows by
+    ``1 / updates_per_step`` transitions per update, so its mean size is half-way between the
+    warm-up and the run's last environment step (capped by the buffer's capacity). Sampling a
+    mini-batch from a larger buffer costs more (its rows are spread over more memory): a bare
+    update timed on a smaller buffer than the loop's would count that as loop overhead.
+    """
+    last = cfg.warmup_steps + grad_steps / cfg.updates_per_step
+    return int(min(cfg.buffer_size, max(cfg.warmup_steps, cfg.batch_size) / 2 + last / 2))
+
+
+def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed: int = 0,
+                        buffer_size: int | None = None) -> dict[str, float]:
     """Seconds of one bare ``algorithm.update`` of ``method`` (item 3), wall and process CPU.
 
-    The algorithm is built as its training builds it, the buffer holds
-    ``max(4 × batch_size, 2000)`` transitions; each update samples a mini-batch and updates,
+    The algorithm is built as its training builds it, the buffer holds ``buffer_size``
+    transitions (default ``max(4 × batch_size, 2000)``; :func:`bench_loops` passes the loop's
+    mean, :func:`loop_buffer_size`); each update samples a mini-batch and updates,
     inside Tianshou's training-step context, as the loop calls it. Medians of 5 blocks of
     ``repeats // 5`` updates (robust to a busy moment of the machine): ``{"wall_s", "cpu_s"}``.
     """
     from tianshou.utils.torch_utils import policy_within_training_step
 
     algorithm, cfg, _ = build_algorithm(method, hparams, seed=seed)
-    buffer = filled_buffer(max(4 * cfg.batch_size, 2_000), seed)
+    buffer = filled_buffer(buffer_size or max(4 * cfg.batch_size, 2_000), seed)
     walls, cpus = [], []
     block = max(1, repeats // 5)
     with policy_within_training_step(algorithm.policy):
@@ -288,7 +302,8 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
     is stopped keeps what it measured).
 
     Per row, the bare update is timed first (which also makes the process's one-off imports,
-    so that the run does not pay them), then the run. ``overhead_ratio`` compares process CPU
+    so that the run does not pay them), on a buffer of the loop's mean size
+    (:func:`loop_buffer_size`), then the run. ``overhead_ratio`` compares process CPU
     time, the fair measure on a shared machine: the run's (the whole ``train`` call, whose
     set-up, the environment and the networks, is a fraction of a percent of it) per gradient
     step against the bare update's. ``wall_ratio`` does the same with wall-clock time (the loop's
@@ -302,7 +317,9 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
     for method in methods:
         widths = num_envs if _is_ddpg(method) else (1,)
         for n in widths:
-            bare = bare_update_seconds(method, hparams, bare_repeats, seed)
+            _, cfg, _ = build_algorithm(method, hparams, seed=seed)
+            size = loop_buffer_size(cfg, grad_steps)
+            bare = bare_update_seconds(method, hparams, bare_repeats, seed, buffer_size=size)
             tmp = Path(tempfile.mkdtemp(prefix="tsg-bench-"))
             hp = {**hparams, "eval_every": 0, "checkpoint_every": 10**9, "threads": threads,
                   "keep_best": False, **({"num_envs": n} if _is_ddpg(method) else {})}
@@ -321,6 +338,7 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
                 "gradient_steps_per_s": g / loop, "loop_s_per_gradient_step": loop / max(1, g),
                 "cpu_s_per_gradient_step": cpu / max(1, g),
                 "bare_update_s": bare["wall_s"], "bare_update_cpu_s": bare["cpu_s"],
+                "bare_buffer_size": size,
             }
             row["overhead_ratio"] = row["cpu_s_per_gradient_step"] / bare["cpu_s"]
             row["wall_ratio"] = row["loop_s_per_gradient_step"] / bare["wall_s"]
