@@ -542,8 +542,11 @@ def loops_block(payload: dict[str, Any]) -> str:
     text = loops_table(payload["loops"])
     if payload.get("startup") and payload.get("projection_share"):
         text += "\n\n" + startup_table(payload["startup"], payload["projection_share"])
+    sizes = sorted({r["bare_buffer_size"] for r in payload["loops"] if "bare_buffer_size" in r})
+    bare = (f"bare update on a buffer of {', '.join(f'{s:,}' for s in sizes)} transitions; "
+            if sizes else "")
     return text + (f"\n\n({payload['machine']}; {cfg['grad_steps']:,} gradient steps per run; "
-                   f"target loop / bare ≤ {TARGETS['overhead_ratio']}; "
+                   f"{bare}target loop / bare ≤ {TARGETS['overhead_ratio']}; "
                    "`results/bench_loops.json` from "
                    "`python -m benchmarks.training --loops --json results/bench_loops.json`)")
 
