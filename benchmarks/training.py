@@ -400,7 +400,8 @@ def bench_startup(method: str = "alpha-ddpg", repeats: int = 3) -> dict[str, Any
     phases of that run: ``python_s`` (the interpreter, torch, gymnasium and this module's
     imports), ``tianshou_import_s`` (Tianshou's package, which imports pandas, matplotlib,
     numba and ray itself), ``method_import_s`` (this package's modules), ``env_s``,
-    ``build_s``, ``first_update_s``.
+    ``build_s``, ``first_update_s``; and ``dependencies_floor_s``, the median launch of a
+    process that only imports torch and Tianshou (what no code of this package can take off).
     """
     import subprocess
     import sys
@@ -420,7 +421,14 @@ def bench_startup(method: str = "alpha-ddpg", repeats: int = 3) -> dict[str, Any
         runs.append({"startup_s": total - phases.pop("unmeasured_s"),
                      "python_s": total - measured, **phases})
     runs.sort(key=lambda r: r["startup_s"])
-    return {"method": method, "repeats": repeats, **runs[len(runs) // 2]}
+    floors = []
+    for _ in range(repeats):  # the dependencies alone: a process that imports torch, Tianshou
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch, tianshou"], check=True, env=env,
+                       cwd=root, capture_output=True)
+        floors.append(time.perf_counter() - t)
+    return {"method": method, "repeats": repeats, **runs[len(runs) // 2],
+            "dependencies_floor_s": statistics.median(floors)}
 
 
 def bench_projection_share(hparams: dict[str, Any], repeats: int = 200, seed: int = 0
@@ -522,6 +530,9 @@ def startup_table(startup: dict[str, Any], share: dict[str, Any]) -> str:
         f"{s['env_s']:.1f} s, algorithm {s['build_s']:.1f} s, first update "
         f"{s['first_update_s']:.2f} s) | {s['startup_s']:.1f} s | "
         f"≤ {TARGETS['startup_s']:.0f} s |",
+        *([f"| of which the dependencies alone (a process that imports torch and Tianshou, "
+           f"nothing else) | {s['dependencies_floor_s']:.1f} s | |"]
+          if "dependencies_floor_s" in s else []),
         f"| α-projection's share of an actor update (batch {p['batch']}: "
         f"{p['actor_update_s'] * 1e3:.2f} ms, {p['actor_update_unprojected_s'] * 1e3:.2f} ms "
         f"without) | {p['actor_update_projection_share']:.0%} | "
@@ -581,6 +592,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--num-envs", type=cli_int(1), nargs="+", default=[1, 8],
                    help="vector widths of the loop benchmark (DDPG family; default 1 8)")
     p.add_argument("--json", type=Path, help="also write the results here")
+    p.add_argument("--startup-only", action="store_true",
+                   help="with --loops: measure again only the start-up and the α-projection's "
+                   "share, and update them in the existing --json file (the loop rows kept)")
     p.add_argument("--startup-child", metavar="METHOD", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.startup_child:  # the measured process of bench_startup
@@ -617,6 +631,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         hp = {"warmup_steps": 200, "hidden_sizes": (64, 64)} if args.quick else {}
         result["config"].update(grad_steps=steps, num_envs=list(args.num_envs),
                                 methods=list(args.methods), hparams=hp)
+        if args.startup_only:
+            if args.json is None or not args.json.exists():
+                p.error("--startup-only updates an existing --json file")
+            result = json.loads(args.json.read_text(encoding="utf-8"))
+            result["startup"] = bench_startup("alpha-ddpg", repeats=1 if args.quick else 5)
+            result["projection_share"] = bench_projection_share(
+                hp, repeats=20 if args.quick else 500)
+            print("\n" + loops_block(result))
+            args.json.write_text(json.dumps(result, indent=2))
+            return result
         print(f"\ntraining loops, {steps} gradient steps each:", flush=True)
         def save(rows: list[dict[str, Any]]) -> None:
             if args.json:
