@@ -128,6 +128,9 @@ def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
         assert r["wall_ratio"] == pytest.approx(
             r["loop_s"] / r["gradient_steps"] / r["bare_update_s"])
         assert 0 < r["loop_s"] <= r["wall_s"]  # the loop's own clock, inside the train call
+        # the bare update's buffer: the loop's mean over its updates, from 200 (the warm-up)
+        # to 200 + 20 / 0.5 = 240 transitions: 220
+        assert r["bare_buffer_size"] == 220
     # start-up: the phases the child measured add up to no more than the whole launch
     s = result["startup"]
     assert s["method"] == "alpha-ddpg" and s["python_s"] > 0
@@ -144,3 +147,27 @@ def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
     payload = json.loads((tmp_path / "loops.json").read_text())
     block = loops_block(payload)
     assert "| alpha-ddpg | 2 | 20 |" in block and "process start-up" in block
+    assert s["dependencies_floor_s"] > 0 and "the dependencies alone" in block
+    assert "bare update on a buffer of 220 transitions" in block
+
+
+def test_training_bench_startup_only_keeps_the_loop_rows(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    import json
+
+    import benchmarks.training as training
+
+    path = tmp_path / "loops.json"
+    rows = [{"method": "alpha-ddpg", "num_envs": 1}]
+    path.write_text(json.dumps({"machine": "m", "config": {"grad_steps": 5}, "loops": rows,
+                                "startup": {"old": True}}))
+    monkeypatch.setattr(training, "bench_startup", lambda method, repeats: {"new": method})
+    monkeypatch.setattr(training, "bench_projection_share", lambda hp, repeats: {"p": 1})
+    monkeypatch.setattr(training, "loops_block", lambda payload: "block")
+    training.main(["--loops", "--startup-only", "--json", str(path)])
+    saved = json.loads(path.read_text())
+    assert saved["loops"] == rows and saved["startup"] == {"new": "alpha-ddpg"}
+    assert saved["projection_share"] == {"p": 1}
+    with pytest.raises(SystemExit):  # nothing to update
+        training.main(["--loops", "--startup-only", "--json", str(tmp_path / "missing.json")])
