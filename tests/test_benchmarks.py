@@ -131,6 +131,10 @@ def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
         # the bare update's buffer: the loop's mean over its updates, from 200 (the warm-up)
         # to 200 + 20 / 0.5 = 240 transitions: 220
         assert r["bare_buffer_size"] == 220
+        # the run's own updates, timed inside it: fewer CPU seconds than the whole run
+        assert 0 < r["in_run_update_cpu_s"] * r["gradient_steps"] < r["cpu_s"]
+        assert r["in_run_ratio"] == pytest.approx(
+            r["cpu_s"] / (r["in_run_update_cpu_s"] * r["gradient_steps"]))
     # start-up: the phases the child measured add up to no more than the whole launch
     s = result["startup"]
     assert s["method"] == "alpha-ddpg" and s["python_s"] > 0
@@ -149,6 +153,10 @@ def test_training_bench_loops_quick_smoke(tmp_path: Path) -> None:
     assert "| alpha-ddpg | 2 | 20 |" in block and "process start-up" in block
     assert s["dependencies_floor_s"] > 0 and "the dependencies alone" in block
     assert "bare update on a buffer of 220 transitions" in block
+    import tianshou.algorithm.algorithm_base as base
+
+    assert base.OffPolicyAlgorithm.update.__name__ == "update"  # the timing wrapper is gone
+    assert base.OffPolicyAlgorithm.update.__qualname__.startswith("OffPolicyAlgorithm")
 
 
 def test_training_bench_startup_only_keeps_the_loop_rows(tmp_path: Path,
