@@ -491,8 +491,15 @@ def test_several_training_seeds_each_play_every_day(tmp_path: Path) -> None:
     assert unit["risk"] == worst
     assert doc["aggregate"]["n_runs"] == 4 and doc["aggregate"]["n_episodes"] == 4
     validate(doc)
-    # seed 0 alone gives the first two episodes exactly (the same training, the same days)
+
+
+@pytest.mark.slow  # a third sealed training: each costs a process start with torch's import
+def test_training_seed_0_of_several_is_the_default_seed() -> None:
+    """Seed 0 alone gives the first two episodes of seeds (0, 1) exactly: same training, days."""
+    several = evaluate_submission(
+        SubmissionSpec("alpha-ddpg", train_seeds=(0, 1), train_gradient_steps=4), TINY, QUIET)
     one = evaluate_submission(SubmissionSpec("alpha-ddpg", train_gradient_steps=4), TINY, QUIET)
+    waits = [e["mean_wait"] for e in several["units"][0]["episodes"]]
     assert [e["mean_wait"] for e in one["units"][0]["episodes"]] == waits[:2]
 
 
