@@ -83,10 +83,12 @@ CHEATS = {
     "mutates_its_env": dict(make_extra="env.unwrapped.risk_bound.setflags(write=True); "
                             "env.unwrapped.risk_bound[:] = 1e9"),
     "mutates_obs_and_info": dict(act_extra="obs[:] = 0; info['time'] = -1.0"),
-    # Reaches every live environment it can find from inside act and loosens its bound: in its
-    # own process, it finds only its own.
-    "reaches_live_objects": dict(act_extra=(
-        "import gc; [setattr(o, 'risk_slack', 99.0) for o in gc.get_objects() "
+    # Reaches every live environment it can find from inside act (on its first and every 50th
+    # call: a sweep of every object is slow) and loosens its bound: in its own process, it finds
+    # only its own.
+    "reaches_live_objects": dict(head="CALLS = [0]\n", act_extra=(
+        "import gc; CALLS[0] += 1; [setattr(o, 'risk_slack', 99.0) for o in "
+        "(gc.get_objects() if CALLS[0] % 50 == 1 else ()) "
         "if type(o).__name__ in ('ScreeningEnv', 'ScreeningVectorEnv')]")),
     # Replaces library functions at import: the evaluator's copies are untouched.
     "patches_the_library": dict(head=(
