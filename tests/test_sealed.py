@@ -155,9 +155,29 @@ def test_a_stateful_act_is_caught(tmp_path) -> None:
 
 
 def test_the_description_comes_from_the_submission_process(tmp_path) -> None:
-    path = _honest(tmp_path, "described", head='DESCRIPTION = "the centre, sealed"\n')
+    from leaderboard.sandbox import sealed_cpu_seconds
+    from leaderboard.sealed import isolation
+
+    # It also burns half a CPU second in make_agent, in each of its two processes: the sealed
+    # trees' CPU time that the evaluator counts (python -m benchmarks.tests adds it) holds it.
+    path = _honest(tmp_path, "described", head='DESCRIPTION = "the centre, sealed"\n',
+                   make_extra=("import time; t = time.process_time()\n"
+                               "    while time.process_time() - t < 0.5: pass"))
+    before = sealed_cpu_seconds()
     doc = _run(path)
     assert doc["status"] == "ok" and doc["submission"]["description"] == "the centre, sealed"
+    if isolation().startswith("sealed"):
+        assert sealed_cpu_seconds() - before >= 2 * 0.5
+
+
+def test_a_process_cpu_time_is_read_from_proc() -> None:
+    from leaderboard.sandbox_linux import cpu_seconds
+
+    t = os.times()
+    got = cpu_seconds([os.getpid()])
+    after = os.times()
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert sum(t[:4]) - 4 * tick <= got <= sum(after[:4]) + 4 * tick  # its children's too
 
 
 def test_limits_are_checked() -> None:
