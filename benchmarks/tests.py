@@ -2,19 +2,23 @@
 
 Runs the default test tier exactly as the README's second set-up command does (``python -m
 pytest -q`` from the repository's root, after set-up) in a child process, and writes its wall
-time, the CPU time of the whole process tree (pytest-xdist's workers included) and pytest's
-closing line to ``results/bench_tests.json`` with the machine it ran on; ``python -m
-experiments.readme`` puts them in the README's ``test-time`` block. A busy machine stretches the
-wall time, not the CPU time: the block states both, and how many cores there were.
+time, the CPU time of all its processes (pytest-xdist's workers included, and the sealed
+submissions' processes, which die outside the process tree: each test process reports theirs
+through ``TSG_TESTS_SEALED_CPU_DIR``, see ``tests/conftest.py``), the load average when it
+ended and pytest's closing line to ``results/bench_tests.json`` with the machine it ran on;
+``python -m experiments.readme`` puts them in the README's ``test-time`` block. A busy machine
+stretches the wall time, not the CPU time: the block states both, and how many cores there were.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -25,32 +29,45 @@ __all__ = ["run", "block_text", "main"]
 
 
 def run(args: tuple[str, ...] = ("-q",)) -> dict[str, Any]:
-    """Run ``python -m pytest ARGS`` from the root; its times, closing line and machine."""
+    """Run ``python -m pytest ARGS`` from the root; its times, closing line and machine.
+
+    ``cpu_s`` is every process's CPU time, the sealed submissions' (``sealed_cpu_s``) included.
+    """
     from benchmarks.envs import machine_info
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="tsg-test-cpu-") as sealed_dir:
+        env = {**os.environ, "TSG_TESTS_SEALED_CPU_DIR": sealed_dir}
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - t0
+        sealed = sum(float(p.read_text()) for p in Path(sealed_dir).iterdir())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    tree = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = [ln.strip("= ").strip() for ln in proc.stdout.splitlines() if ln.strip()]
     closing = next((ln for ln in reversed(lines) if " in " in ln and ("passed" in ln
                                                                       or "failed" in ln)), "")
     return {"command": "python -m pytest " + " ".join(args), "returncode": proc.returncode,
-            "wall_s": wall, "cpu_s": cpu, "closing_line": closing, "machine": machine_info()}
+            "wall_s": wall, "cpu_s": tree + sealed, "sealed_cpu_s": sealed,
+            "closing_line": closing, "load_average_at_end": list(os.getloadavg()),
+            "machine": machine_info()}
 
 
 def block_text(payload: dict[str, Any], json_path: str = "results/bench_tests.json") -> str:
     """The README's ``test-time`` block from a :func:`run` payload."""
     m = payload["machine"]
+    sealed = payload.get("sealed_cpu_s")
+    of_which = "" if sealed is None else f" ({sealed / 60:.1f} of it sealed submissions')"
+    load = payload.get("load_average_at_end")
+    busy = ("" if load is None else
+            f", load average {load[2]:.1f} over the 15 minutes before it ended")
     return (f"| command | wall time | CPU time (all processes) | pytest's summary |\n"
             f"|---|---:|---:|---|\n"
             f"| `{payload['command']}` | {payload['wall_s'] / 60:.1f} min "
-            f"| {payload['cpu_s'] / 60:.1f} min | {payload['closing_line']} |\n\n"
-            f"({m['cpu']}, {m['cores']} cores, shared with other work while it ran; commit "
-            f"{m['git commit']}; `{json_path}` from `python -m benchmarks.tests`)")
+            f"| {payload['cpu_s'] / 60:.1f} min{of_which} | {payload['closing_line']} |\n\n"
+            f"({m['cpu']}, {m['cores']} cores, shared with other work while it ran{busy}; "
+            f"commit {m['git commit']}; `{json_path}` from `python -m benchmarks.tests`)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,6 +71,7 @@ __all__ = [
     "SandboxError",
     "is_unsealed",
     "isolation",
+    "sealed_cpu_seconds",
     "weakest",
 ]
 
@@ -83,6 +84,16 @@ POLL_S = 0.1
 #: Environment variables passed to the process when set (everything else is cleared).
 PASS_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
             "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+_SEALED_CPU = [0.0]
+
+
+def sealed_cpu_seconds() -> float:
+    """CPU seconds of this process's sealed trees so far, read as each was killed.
+
+    A sealed tree dies with its namespace, reaped outside this process: the operating system's
+    count of this process's children (``RUSAGE_CHILDREN``) never holds it.
+    """
+    return _SEALED_CPU[0]
 
 
 @dataclass(frozen=True)
@@ -246,6 +257,7 @@ class Sandbox:
         self._scratch: str | None = None
         self._cgroup: Path | None = None
         self._init: int | None = None  # host pid of the PID namespace's first process
+        self._cpu_read = False  # the tree's CPU time added to sealed_cpu_seconds()
         self._app: int | None = None  # host pid of the process running entry (sealed)
         self._status_r: int | None = None
         self._watch: threading.Thread | None = None
@@ -492,6 +504,9 @@ class Sandbox:
 
     def _kill_tree(self) -> None:
         """SIGKILL every process of the tree (sealed: its namespace's first process first)."""
+        if self._init is not None and not self._cpu_read:
+            self._cpu_read = True
+            _SEALED_CPU[0] += sandbox_linux.cpu_seconds(sandbox_linux.tree(self._init)[0])
         if self._cgroup is not None:
             try:
                 (self._cgroup / "cgroup.kill").write_text("1")

@@ -23,6 +23,7 @@ __all__ = [
     "UID_BASE",
     "Output",
     "cgroup_oom",
+    "cpu_seconds",
     "join_cgroup",
     "make_cgroup",
     "release_uid",
@@ -148,6 +149,19 @@ def owned_by(uid: int) -> list[int]:
             except OSError:
                 pass
     return out
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time of ``pids`` and of the children each has reaped (user and system, seconds)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                text = fh.read()
+            total += sum(int(x) for x in text[text.rindex(")") + 2:].split()[11:15])
+        except (OSError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def resident(pids: list[int]) -> int:

@@ -141,8 +141,12 @@ def test_a_file_attacker_scores_what_the_duel_gives_its_strategy(honest_doc, tmp
     assert ep["flight"] == [t % duel.game.n_flights for t in range(duel.game.n_risk_levels)]
 
 
-def test_no_attacker_beats_the_best_response_in_expected_mode(honest_doc) -> None:
-    random_doc = _run("random")
+@pytest.fixture(scope="module")
+def random_doc() -> dict:
+    return _run("random")
+
+
+def test_no_attacker_beats_the_best_response_in_expected_mode(honest_doc, random_doc) -> None:
     for doc in (honest_doc, random_doc):
         for unit in doc["units"]:
             assert unit["queue_mode"] == "expected"
@@ -153,8 +157,8 @@ def test_no_attacker_beats_the_best_response_in_expected_mode(honest_doc) -> Non
                     assert 0.0 <= ep["fraction_of_best_response"] <= 1.0 + 1e-12
 
 
-def test_the_random_attacker_is_reproducible_and_seeded_per_day_and_level() -> None:
-    a, b = _run("random", panel=("lp",)), _run("random", panel=("lp",))
+def test_the_random_attacker_is_reproducible_and_seeded_per_day_and_level(random_doc) -> None:
+    a, b = random_doc, _run("random")
     assert a["status"] == b["status"] == "ok", (a["error"], b["error"])  # e.g. a time limit
     assert a["metrics_digest"] == b["metrics_digest"]
     steps = a["units"][0]["defenders"]["lp"]["episodes"][0]["strike_step"]

@@ -491,8 +491,47 @@ def test_several_training_seeds_each_play_every_day(tmp_path: Path) -> None:
     assert unit["risk"] == worst
     assert doc["aggregate"]["n_runs"] == 4 and doc["aggregate"]["n_episodes"] == 4
     validate(doc)
-    # seed 0 alone gives the first two episodes exactly (the same training, the same days)
+
+
+def test_seed_0_of_several_trains_as_the_default_seed(monkeypatch) -> None:
+    """In-process twin of the slow test below: the trainer gets the same run for both specs.
+
+    The evaluator plays seed k of ``train_seeds`` as the spec with ``train_seed=k``; training
+    under a seed is deterministic (tests/test_torch_baselines.py), so equal runs mean equal
+    policies and equal episodes.
+    """
+    import dataclasses
+
+    import baselines.api as api
+    from leaderboard.submission import describe_submission
+
+    runs: list = []
+
+    class Recorder:
+        description, learned = "records its runs", True
+
+        def train(self, run):
+            runs.append(dataclasses.replace(run, out=None))  # a fresh temporary folder each
+            return "agent"
+
+    monkeypatch.setattr(api, "get_method", lambda name: Recorder())
+    several = SubmissionSpec("alpha-ddpg", train_seeds=(0, 1), train_gradient_steps=4)
+    for spec in (dataclasses.replace(several, train_seed=0),
+                 SubmissionSpec("alpha-ddpg", train_gradient_steps=4)):
+        assert describe_submission(spec).make_agent(
+            None, env_id=TINY.env_ids[0], instance_seed=0, env_kwargs={},
+            train_gradient_steps=TINY.train_gradient_steps) == "agent"
+    assert runs[0] == runs[1]
+    assert (runs[0].seed, runs[0].gradient_steps, runs[0].algo) == (0, 4, "alpha-ddpg")
+
+
+@pytest.mark.slow  # a third sealed training: each costs a process start with torch's import
+def test_training_seed_0_of_several_is_the_default_seed() -> None:
+    """Seed 0 alone gives the first two episodes of seeds (0, 1) exactly: same training, days."""
+    several = evaluate_submission(
+        SubmissionSpec("alpha-ddpg", train_seeds=(0, 1), train_gradient_steps=4), TINY, QUIET)
     one = evaluate_submission(SubmissionSpec("alpha-ddpg", train_gradient_steps=4), TINY, QUIET)
+    waits = [e["mean_wait"] for e in several["units"][0]["episodes"]]
     assert [e["mean_wait"] for e in one["units"][0]["episodes"]] == waits[:2]
 
 

@@ -83,10 +83,12 @@ CHEATS = {
     "mutates_its_env": dict(make_extra="env.unwrapped.risk_bound.setflags(write=True); "
                             "env.unwrapped.risk_bound[:] = 1e9"),
     "mutates_obs_and_info": dict(act_extra="obs[:] = 0; info['time'] = -1.0"),
-    # Reaches every live environment it can find from inside act and loosens its bound: in its
-    # own process, it finds only its own.
-    "reaches_live_objects": dict(act_extra=(
-        "import gc; [setattr(o, 'risk_slack', 99.0) for o in gc.get_objects() "
+    # Reaches every live environment it can find from inside act (on its first and every 50th
+    # call: a sweep of every object is slow) and loosens its bound: in its own process, it finds
+    # only its own.
+    "reaches_live_objects": dict(head="CALLS = [0]\n", act_extra=(
+        "import gc; CALLS[0] += 1; [setattr(o, 'risk_slack', 99.0) for o in "
+        "(gc.get_objects() if CALLS[0] % 50 == 1 else ()) "
         "if type(o).__name__ in ('ScreeningEnv', 'ScreeningVectorEnv')]")),
     # Replaces library functions at import: the evaluator's copies are untouched.
     "patches_the_library": dict(head=(
@@ -153,9 +155,29 @@ def test_a_stateful_act_is_caught(tmp_path) -> None:
 
 
 def test_the_description_comes_from_the_submission_process(tmp_path) -> None:
-    path = _honest(tmp_path, "described", head='DESCRIPTION = "the centre, sealed"\n')
+    from leaderboard.sandbox import sealed_cpu_seconds
+    from leaderboard.sealed import isolation
+
+    # It also burns half a CPU second in make_agent, in each of its two processes: the sealed
+    # trees' CPU time that the evaluator counts (python -m benchmarks.tests adds it) holds it.
+    path = _honest(tmp_path, "described", head='DESCRIPTION = "the centre, sealed"\n',
+                   make_extra=("import time; t = time.process_time()\n"
+                               "    while time.process_time() - t < 0.5: pass"))
+    before = sealed_cpu_seconds()
     doc = _run(path)
     assert doc["status"] == "ok" and doc["submission"]["description"] == "the centre, sealed"
+    if isolation().startswith("sealed"):
+        assert sealed_cpu_seconds() - before >= 2 * 0.5
+
+
+def test_a_process_cpu_time_is_read_from_proc() -> None:
+    from leaderboard.sandbox_linux import cpu_seconds
+
+    t = os.times()
+    got = cpu_seconds([os.getpid()])
+    after = os.times()
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert sum(t[:4]) - 4 * tick <= got <= sum(after[:4]) + 4 * tick  # its children's too
 
 
 def test_limits_are_checked() -> None:
