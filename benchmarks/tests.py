@@ -36,6 +36,7 @@ def run(args: tuple[str, ...] = ("-q",)) -> dict[str, Any]:
     from benchmarks.envs import machine_info
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load_before = os.getloadavg()[0]  # the other work on the machine as the run starts
     with tempfile.TemporaryDirectory(prefix="tsg-test-cpu-") as sealed_dir:
         env = {**os.environ, "TSG_TESTS_SEALED_CPU_DIR": sealed_dir}
         t0 = time.perf_counter()
@@ -51,6 +52,7 @@ def run(args: tuple[str, ...] = ("-q",)) -> dict[str, Any]:
     return {"command": "python -m pytest " + " ".join(args), "returncode": proc.returncode,
             "wall_s": wall, "cpu_s": tree + sealed, "sealed_cpu_s": sealed,
             "closing_line": closing, "load_average_at_end": list(os.getloadavg()),
+            "load_average_at_start": load_before,
             "machine": machine_info()}
 
 
@@ -59,14 +61,16 @@ def block_text(payload: dict[str, Any], json_path: str = "results/bench_tests.js
     m = payload["machine"]
     sealed = payload.get("sealed_cpu_s")
     of_which = "" if sealed is None else f" ({sealed / 60:.1f} of it sealed submissions')"
-    load = payload.get("load_average_at_end")
-    busy = ("" if load is None else
-            f", load average {load[2]:.1f} over the 15 minutes before it ended")
+    load, start = payload.get("load_average_at_end"), payload.get("load_average_at_start")
+    parts = ([] if start is None else [f"{start:.1f} as it started (other work)"]) + (
+        [] if load is None else [f"{load[2]:.1f} over the 15 minutes before it ended (its own "
+                                 f"{m['cores']} workers included)"])
+    busy = f", load average {', '.join(parts)}" if parts else ""
     return (f"| command | wall time | CPU time (all processes) | pytest's summary |\n"
             f"|---|---:|---:|---|\n"
             f"| `{payload['command']}` | {payload['wall_s'] / 60:.1f} min "
             f"| {payload['cpu_s'] / 60:.1f} min{of_which} | {payload['closing_line']} |\n\n"
-            f"({m['cpu']}, {m['cores']} cores, shared with other work while it ran{busy}; "
+            f"({m['cpu']}, {m['cores']} cores{busy}; "
             f"commit {m['git commit']}; `{json_path}` from `python -m benchmarks.tests`)")
 
 
