@@ -167,12 +167,10 @@ def _alpha_project(
     cat_B: torch.Tensor,
     valid_B: torch.Tensor | None,
     shrink: float,
-    for_backward: bool = False,
-) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-    """The α-projection's forward (no autograd graph) and, if asked, what its backward needs.
+) -> torch.Tensor:
+    """The α-projection as torch operations, differentiated by autograd.
 
-    The saved tensors are ``d`` (B, T), ``α`` (B,), the binding row ``a_k*`` (B, T), the
-    weight ``w = (σ_k* / a_k*·d) / a_k*·d`` (B,) and the mask of rows whose α moves with ``s``.
+    The path on other devices and without numba; the compiled path equals it bit for bit.
     """
     s = s_BT.double()
     # index_select, not advanced indexing: the same copy, several times cheaper
@@ -181,72 +179,14 @@ def _alpha_project(
     d_BT = s - y0_BT
     ad_BK = torch.bmm(a_BKT, d_BT.unsqueeze(-1)).squeeze(-1)  # A d, as einsum("bkt,bt")
     pos = ad_BK > 0
-    den_BK = torch.where(pos, ad_BK, 1.0)
-    slack_BK = slack0.index_select(0, cat_B)
-    ratio_BK = torch.where(pos, slack_BK / den_BK, torch.inf)
-    rmin_B, k_B = ratio_BK.min(dim=-1)
-    alpha_B = rmin_B.clamp(max=1.0)
-    cond_B = alpha_B < 1.0
-    shrunk_B = alpha_B * (1.0 - shrink)
-    alpha_B = torch.where(cond_B, shrunk_B.clamp(min=0.0), 1.0)
+    ratio_BK = torch.where(pos, slack0.index_select(0, cat_B) / torch.where(pos, ad_BK, 1.0),
+                           torch.inf)
+    alpha_B = ratio_BK.min(dim=-1).values.clamp(max=1.0)
+    alpha_B = torch.where(alpha_B < 1.0, (alpha_B * (1.0 - shrink)).clamp(min=0.0), 1.0)
     y_BT = y0_BT + alpha_B[:, None] * d_BT
     if valid_B is not None:
         y_BT = torch.where(valid_B[:, None], y_BT, s)
-    if not for_backward:
-        return y_BT.to(s_BT.dtype), ()
-    k_B1 = k_B[:, None]
-    den_B = den_BK.gather(1, k_B1).squeeze(1)
-    # the chain of masks autograd would apply: where(α < 1), clamp(min=0), clamp(max=1) of the
-    # min, and where(a_k*·d > 0); on these rows α = c σ_k* / (a_k*·d) moves with s
-    moves_B = cond_B & (shrunk_B >= 0.0) & (rmin_B <= 1.0) & pos.gather(1, k_B1).squeeze(1)
-    w_B = (slack_BK.gather(1, k_B1).squeeze(1) / den_B) / den_B
-    a_k_BT = a_BKT.gather(1, k_B1[:, :, None].expand(-1, 1, a_BKT.shape[-1])).squeeze(1)
-    return y_BT.to(s_BT.dtype), (d_BT, alpha_B, a_k_BT, w_B, moves_B)
-
-
-class _AlphaProjectFn(torch.autograd.Function):
-    """The α-projection with a hand-written backward, bit for bit autograd's gradient.
-
-    Autograd's backward of :func:`_alpha_project` runs about fifteen nodes; this one does the
-    same arithmetic in the same order on what the forward saved: for ``y = y0 + α d`` with
-    ``α = c σ_k* / (a_k*·d)`` on the rows where the binding row moves α,
-    ``∂L/∂d = α g + (g·d)(-c w) a_k*`` with ``w = σ_k* / (a_k*·d)²`` (as autograd's division
-    backward computes it), ``∂L/∂d = α g`` on the others. ``tests/test_projection.py`` checks
-    values and gradients against the plain autograd form bit for bit.
-    """
-
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx: Any,
-        s_BT: torch.Tensor,
-        a_ub: torch.Tensor,
-        centers: torch.Tensor,
-        slack0: torch.Tensor,
-        cat_B: torch.Tensor,
-        valid_B: torch.Tensor | None,
-        shrink: float,
-    ) -> torch.Tensor:
-        y_BT, saved = _alpha_project(s_BT, a_ub, centers, slack0, cat_B, valid_B, shrink, True)
-        ctx.save_for_backward(*saved, valid_B)
-        ctx.scale = 1.0 - shrink
-        ctx.in_dtype = s_BT.dtype
-        return y_BT
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx: Any, g_BT: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        d_BT, alpha_B, a_k_BT, w_B, moves_B, valid_B = ctx.saved_tensors
-        g = g_BT.double()
-        if valid_B is not None:  # torch.where(valid, y, s): the rows without a passenger
-            g_direct = torch.where(valid_B[:, None], 0.0, g)
-            g = torch.where(valid_B[:, None], g, 0.0)
-        g_d = g * alpha_B[:, None]
-        g_alpha = (g * d_BT).sum(dim=-1)
-        g_ad = torch.where(moves_B, -(g_alpha * ctx.scale) * w_B, 0.0)
-        g_d = g_d + a_k_BT * g_ad[:, None]
-        if valid_B is not None:
-            g_d = g_d + g_direct
-        return g_d.to(ctx.in_dtype), None, None, None, None, None, None
+    return y_BT.to(s_BT.dtype)
 
 
 class AlphaProjection(nn.Module):
@@ -341,10 +281,8 @@ class AlphaProjection(nn.Module):
         cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.centers.device)
         if valid_B is not None and bool(valid_B.all()):
             valid_B = None  # every row has a passenger: skip the final where
-        targs = (self.a_ub, self.centers, self.slack0, cat_B, valid_B, self.shrink)
-        if torch.is_grad_enabled() and s_BT.requires_grad:
-            return _AlphaProjectFn.apply(s_BT, *targs)
-        return _alpha_project(s_BT, *targs)[0]
+        return _alpha_project(s_BT, self.a_ub, self.centers, self.slack0, cat_B, valid_B,
+                              self.shrink)
 
     def _numpy_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Numpy views of ``a_ub``, ``centers`` and ``slack0`` (remade if a buffer moved)."""
