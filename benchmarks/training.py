@@ -265,19 +265,23 @@ def loop_buffer_size(cfg: Any, grad_steps: int) -> int:
 
 
 def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed: int = 0,
-                        buffer_size: int | None = None) -> dict[str, float]:
+                        loop_grad_steps: int | None = None) -> dict[str, float]:
     """Seconds of one bare ``algorithm.update`` of ``method`` (item 3), wall and process CPU.
 
-    The algorithm is built as its training builds it, the buffer holds ``buffer_size``
-    transitions (default ``max(4 × batch_size, 2000)``; :func:`bench_loops` passes the loop's
-    mean, :func:`loop_buffer_size`); each update samples a mini-batch and updates,
+    The algorithm is built as its training builds it, the buffer holds
+    ``max(4 × batch_size, 2000)`` transitions, or with ``loop_grad_steps`` the mean of a loop of
+    that many gradient steps (:func:`loop_buffer_size`); each update samples a mini-batch and
+    updates,
     inside Tianshou's training-step context, as the loop calls it. Medians of 5 blocks of
-    ``repeats // 5`` updates (robust to a busy moment of the machine): ``{"wall_s", "cpu_s"}``.
+    ``repeats // 5`` updates (robust to a busy moment of the machine):
+    ``{"wall_s", "cpu_s", "buffer_size"}``.
     """
     from tianshou.utils.torch_utils import policy_within_training_step
 
     algorithm, cfg, _ = build_algorithm(method, hparams, seed=seed)
-    buffer = filled_buffer(buffer_size or max(4 * cfg.batch_size, 2_000), seed)
+    size = (max(4 * cfg.batch_size, 2_000) if loop_grad_steps is None
+            else loop_buffer_size(cfg, loop_grad_steps))
+    buffer = filled_buffer(size, seed)
     walls, cpus = [], []
     block = max(1, repeats // 5)
     with policy_within_training_step(algorithm.policy):
@@ -289,7 +293,8 @@ def bare_update_seconds(method: str, hparams: dict[str, Any], repeats: int, seed
                 algorithm.update(buffer, cfg.batch_size)
             walls.append((time.perf_counter() - t) / block)
             cpus.append((time.process_time() - c) / block)
-    return {"wall_s": float(statistics.median(walls)), "cpu_s": float(statistics.median(cpus))}
+    return {"wall_s": float(statistics.median(walls)), "cpu_s": float(statistics.median(cpus)),
+            "buffer_size": size}
 
 
 @contextlib.contextmanager
@@ -350,9 +355,8 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
     for method in methods:
         widths = num_envs if _is_ddpg(method) else (1,)
         for n in widths:
-            _, cfg, _ = build_algorithm(method, hparams, seed=seed)
-            size = loop_buffer_size(cfg, grad_steps)
-            bare = bare_update_seconds(method, hparams, bare_repeats, seed, buffer_size=size)
+            bare = bare_update_seconds(method, hparams, bare_repeats, seed,
+                                       loop_grad_steps=grad_steps)
             tmp = Path(tempfile.mkdtemp(prefix="tsg-bench-"))
             hp = {**hparams, "eval_every": 0, "checkpoint_every": 10**9, "threads": threads,
                   "keep_best": False, **({"num_envs": n} if _is_ddpg(method) else {})}
@@ -372,7 +376,7 @@ def bench_loops(methods: tuple[str, ...], grad_steps: int, num_envs: tuple[int, 
                 "gradient_steps_per_s": g / loop, "loop_s_per_gradient_step": loop / max(1, g),
                 "cpu_s_per_gradient_step": cpu / max(1, g),
                 "bare_update_s": bare["wall_s"], "bare_update_cpu_s": bare["cpu_s"],
-                "bare_buffer_size": size,
+                "bare_buffer_size": bare["buffer_size"],
             }
             row["overhead_ratio"] = row["cpu_s_per_gradient_step"] / bare["cpu_s"]
             row["in_run_update_cpu_s"] = updates["cpu_s"] / max(1.0, updates["calls"])
