@@ -23,10 +23,11 @@ the polytope (the LP's constraints are the environment's), so the agent plays at
 Budget. Not gradient steps: ``generations x popsize x days_per_generation`` simulated training
 days (default 12 x 8 x 4 = 384 days, about 3 minutes on a 2-core machine for the default
 environment); ``RunConfig.gradient_steps`` is ignored. Resumable at generation boundaries: the
-CMA-ES state (its sampler draws from the run's own ``numpy.random.Generator``, never the global
-one) is saved after each generation in ``es_state.pkl`` and the run continues from it bit for
-bit. ``curve.csv`` logs per generation the mean wait of the candidates and of the best, μ, the
-prices and CMA-ES's step size.
+candidates and scores of every generation are saved after it (``es_history.npz``, named by
+``es_state.json``; nothing is pickled), and a resumed run replays CMA-ES's ask and tell from them
+(its sampler draws from the run's own ``numpy.random.Generator``, never the global one), so it
+continues bit for bit. ``curve.csv`` logs per generation the mean wait of the candidates and of
+the best, μ, the prices and CMA-ES's step size.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import csv
 import dataclasses
 import json
 import math
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,11 @@ from tsg_envs.seeds import VALIDATION_SEED_BASE, training_day_seed
 
 __all__ = ["ESGuidedConfig", "ESGuidedAgent", "day_mean_wait", "train", "load", "METHOD"]
 
-STATE_NAME = "es_state.pkl"
+#: The resume state: JSON (what the run must match, generations done) beside an npz of every
+#: generation's candidates and scores. CMA-ES is not pickled: resuming replays its ask/tell
+#: from those arrays (its own seeded generator makes the replay exact).
+STATE_NAME = "es_state.json"
+HISTORY_NAME = "es_history.npz"
 
 
 @dataclass(kw_only=True)
@@ -221,19 +225,14 @@ def train(run: RunConfig) -> ESGuidedAgent:
         env, SlackLPConfig(window_minutes=config.window_minutes, margin=config.margin)
     )
     signature = _signature(run, config)
-    state_path = out / STATE_NAME
-    state = None
-    if state_path.exists():
-        state = pickle.loads(state_path.read_bytes())  # our own file, written below
-        if state.get("signature") != signature:
-            state = None  # another run's state: start again
-    if state is None:
-        state = {"signature": signature, "generation": 0, "es": _strategy(config, n_teams,
-                                                                           run.seed)}
+    es = _strategy(config, n_teams, run.seed)
+    history = _resume(out, signature, es)
+    if history is None:
+        history = {"candidates": [], "scores": []}
         with (out / "curve.csv").open("w", newline="", encoding="utf-8") as f:
             csv.writer(f).writerow(["generation", "training_days", "mean_wait", "best_wait",
                                     "mu", "sigma", *[f"price_{t}" for t in range(n_teams)]])
-    es = state["es"]
+    state = {"generation": len(history["scores"])}
     bar = tqdm(total=config.generations, initial=state["generation"], desc="es-guided",
                unit="gen", disable=not run.progress)
     while state["generation"] < config.generations:
@@ -252,15 +251,54 @@ def train(run: RunConfig) -> ESGuidedAgent:
             csv.writer(f).writerow([g + 1, (g + 1) * config.days_per_generation * len(scores),
                                     float(np.mean(scores)), float(np.min(scores)),
                                     math.exp(mean[0]), float(es.sigma), *mean[1:].tolist()])
-        tmp = state_path.with_suffix(".tmp")
-        tmp.write_bytes(pickle.dumps(state))
-        tmp.replace(state_path)
+        history["candidates"].append(np.asarray(candidates, dtype=float))
+        history["scores"].append(np.asarray(scores, dtype=float))
+        _save_state(out, signature, history)
         bar.update(1)
         bar.set_postfix(mean_wait=f"{np.mean(scores):.3f}", mu=f"{math.exp(mean[0]):.3g}")
     bar.close()
     theta = _select(env, np.asarray(es.mean, dtype=float), guide, config, out)
     write_checkpoint(run, env, config, {**guide.arrays(), "theta": theta})
     return ESGuidedAgent(env, theta, guide, config)
+
+
+def _save_state(out: Path, signature: dict[str, Any], history: dict[str, list[np.ndarray]]
+                ) -> None:
+    """Write the resume state: the arrays first, then the JSON that names them (atomic each)."""
+    tmp = out / (HISTORY_NAME + ".tmp.npz")
+    np.savez(tmp, candidates=np.stack(history["candidates"]), scores=np.stack(history["scores"]))
+    tmp.replace(out / HISTORY_NAME)
+    meta = out / (STATE_NAME + ".tmp")
+    meta.write_text(json.dumps({"signature": signature, "generations": len(history["scores"])},
+                               indent=1, sort_keys=True), encoding="utf-8")
+    meta.replace(out / STATE_NAME)
+
+
+def _resume(out: Path, signature: dict[str, Any], es: Any) -> dict[str, list[np.ndarray]] | None:
+    """Replay a saved run's generations into the fresh strategy ``es``; None: start again.
+
+    Nothing is unpickled: the strategy asks for each saved generation's candidates again (they
+    must be the saved ones bit for bit, else the saved state is another run's and is ignored)
+    and is told the saved scores, which leaves it exactly where the interrupted run was.
+    """
+    meta, arrays = out / STATE_NAME, out / HISTORY_NAME
+    if not (meta.exists() and arrays.exists()):
+        return None
+    saved = json.loads(meta.read_text(encoding="utf-8"))
+    if saved.get("signature") != signature:
+        return None  # another run's state: start again
+    with np.load(arrays, allow_pickle=False) as data:
+        candidates, scores = data["candidates"], data["scores"]
+    n = int(saved.get("generations", -1))
+    if n != len(scores) or n != len(candidates):
+        return None
+    for g in range(n):
+        asked = np.asarray(es.ask(), dtype=float)
+        if asked.shape != candidates[g].shape or not np.array_equal(asked, candidates[g]):
+            raise RuntimeError(f"{arrays}: generation {g} does not replay (another CMA-ES "
+                               "version?); delete the state files to start again")
+        es.tell(list(asked), scores[g].tolist())
+    return {"candidates": list(candidates), "scores": list(scores)}
 
 
 def _select(env: gym.Env, theta: np.ndarray, guide: SlackLPSolution, config: ESGuidedConfig,

@@ -150,4 +150,36 @@ def test_cli_tiny_budget(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (out / "checkpoint.json").exists() and (out / "es_state.pkl").exists()
+    assert (out / "checkpoint.json").exists() and (out / "es_state.json").exists()
+    assert not list(out.glob("*.pkl"))  # the resume state is JSON and npz, never a pickle
+
+
+def test_resume_replays_cma_es_from_plain_arrays_and_refuses_another_runs_history(tmp_path):
+    """The resume state holds no pickle: a fresh strategy told the saved generations again ends
+    exactly where the interrupted one was; a history that does not replay is refused."""
+    from baselines.es_guided import HISTORY_NAME, _resume, _save_state, _strategy
+
+    config = ESGuidedConfig(**TINY)
+    es = _strategy(config, 3, seed=4)
+    history: dict[str, list[np.ndarray]] = {"candidates": [], "scores": []}
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        cands = es.ask()
+        scores = rng.uniform(10, 20, len(cands)).tolist()
+        es.tell(cands, scores)
+        history["candidates"].append(np.asarray(cands))
+        history["scores"].append(np.asarray(scores))
+    _save_state(tmp_path, {"run": 1}, history)
+    with np.load(tmp_path / HISTORY_NAME, allow_pickle=False) as data:
+        assert data["candidates"].shape == (3, 3, 4) and data["scores"].shape == (3, 3)
+
+    fresh = _strategy(config, 3, seed=4)
+    replayed = _resume(tmp_path, {"run": 1}, fresh)
+    assert replayed is not None and len(replayed["scores"]) == 3
+    np.testing.assert_array_equal(fresh.mean, es.mean)
+    assert fresh.sigma == es.sigma
+    np.testing.assert_array_equal(np.asarray(fresh.ask()), np.asarray(es.ask()))
+
+    assert _resume(tmp_path, {"run": 2}, _strategy(config, 3, seed=4)) is None  # other run
+    with pytest.raises(RuntimeError, match="does not replay"):  # same signature, other seed
+        _resume(tmp_path, {"run": 1}, _strategy(config, 3, seed=5))
