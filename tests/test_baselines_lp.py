@@ -140,6 +140,36 @@ def test_slack_lp_is_deterministic(env, slack_agent):
     np.testing.assert_array_equal(again.policy, slack_agent.solution.policy)
 
 
+def test_pin_test_answers_without_an_lp_worked_by_hand():
+    # peak 0.8, tolerance 1e-7: cap = 0.8(1 + 1e-7) + 1e-7, floor = 0.8(1 - 1e-6) - 1e-7.
+    peak, tol = 0.8, 1e-7
+    cap, floor = peak * (1 + tol) + tol, peak * (1 - 10 * tol) - tol
+    known = slack_lp._pin_known
+    assert known(0.79, 0.0, peak, cap, floor) is False  # already below the floor: free
+    # dual 1: L >= cap - (cap - peak) = peak >= floor: pinned without an LP.
+    assert known(0.8, 1.0, peak, cap, floor) is True
+    # dual 0.2: L >= cap - 5 (cap - peak) = 0.8 - 7.2e-7, above the floor 0.8 - 9e-7 (and
+    # above it by more than the margin of 1e-3 of the band): pinned.
+    assert known(0.8, 0.2, peak, cap, floor) is True
+    # dual 0.1: the bound is 0.8 - 1.62e-6, below the floor: the LP decides.
+    assert known(0.8, 0.1, peak, cap, floor) is None
+    assert known(0.8, 0.0, peak, cap, floor) is None  # no dual: the LP decides
+
+
+@pytest.mark.parametrize("env_id", [ENV_ID, "tsg/Screening-Window-10F-v1"])
+def test_pin_tests_skipped_by_the_duals_pin_the_same_resources(env_id, monkeypatch):
+    # The leximin with every pin test run as an LP, and with the answers the min-peak LP
+    # already gives: the same leximin caps (to the solver's tolerance) and the same policy up
+    # to HiGHS's path through the tie-break's optimal face (rounding).
+    e = gym.make(env_id, instance_seed=1)
+    u, lp = e.unwrapped, e.unwrapped.lp_solution
+    fast = solve_slack_lp(u.game, u.polytopes, lp.expected_counts, lp.window_edges)
+    monkeypatch.setattr(slack_lp, "_pin_known", lambda *args: None)
+    slow = solve_slack_lp(u.game, u.polytopes, lp.expected_counts, lp.window_edges)
+    np.testing.assert_allclose(fast.peak_utilisation, slow.peak_utilisation, rtol=1e-9)
+    np.testing.assert_allclose(fast.policy, slow.policy, atol=1e-7)
+
+
 def test_slack_lp_is_solved_once_per_instance_and_shared(small_env):
     # The slack-LP and slack-guided agents of one instance share one solve (a protocol unit
     # builds both); the cache is keyed by content, so another ψ or another margin is re-solved.

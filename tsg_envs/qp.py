@@ -17,6 +17,7 @@ import clarabel
 import numpy as np
 from scipy import sparse
 from scipy.sparse import linalg as sparse_linalg
+from scipy.sparse.csgraph import structural_rank
 
 __all__ = ["solve_lp", "solve_qp"]
 
@@ -157,6 +158,8 @@ def _polish(
         [[sparse.diags_array(h[free]), a_free.T], [a_free, None]], format="csc"
     )
     rhs = np.r_[-c[free], target]
+    if structural_rank(kkt) < kkt.shape[0]:  # singular by its pattern: spare SuperLU, which
+        return None  # fails on it too but first has BLAS print "illegal value" to stderr
     try:
         lu = sparse_linalg.splu(kkt)
     except RuntimeError:  # a singular KKT matrix: dependent active rows
