@@ -276,7 +276,8 @@ class AlphaProjection(nn.Module):
                 raise ValueError("give obs_BO or cat_B")
             # one max gives both (argmax too would cost a second reduction); the category of
             # a row without a passenger is irrelevant: the row is returned unchanged below
-            top_B, cat_B = torch.as_tensor(obs_BO)[..., self.category].max(dim=-1)
+            obs = torch.as_tensor(obs_BO, device=self.centers.device)  # numpy or another device
+            top_B, cat_B = obs[..., self.category].max(dim=-1)
             valid_B = top_B > 0.5
         cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.centers.device)
         if valid_B is not None and bool(valid_B.all()):
@@ -365,7 +366,7 @@ class RadialSquash(AlphaProjection):
         if cat_B is None:
             if obs_BO is None:
                 raise ValueError("give obs_BO or cat_B")
-            cat_B, _ = self.categories(torch.as_tensor(obs_BO))
+            cat_B, _ = self.categories(torch.as_tensor(obs_BO, device=self.centers.device))
         cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.centers.device)
         z = z_BT.double()
         d_BT = z - z.mean(dim=-1, keepdim=True)
@@ -488,8 +489,9 @@ class L2Projection(nn.Module):
         if cat_B is None:
             if obs_BO is None:
                 raise ValueError("give obs_BO or cat_B")
-            cat_B, valid_B = self.alpha.categories(torch.as_tensor(obs_BO))
-        cat_B = torch.as_tensor(cat_B, dtype=torch.long)
+            cat_B, valid_B = self.alpha.categories(
+                torch.as_tensor(obs_BO, device=self.alpha.centers.device))
+        cat_B = torch.as_tensor(cat_B, dtype=torch.long, device=self.alpha.centers.device)
         s = s_BT.double()
         (x_BT,) = self._layer(
             self.alpha.a_ub[cat_B], self.alpha.b_ub[cat_B], s, solver_args=self.solver_args

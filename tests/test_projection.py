@@ -239,3 +239,38 @@ def test_forward_equals_the_plain_form_bit_for_bit(env: gym.Env, proj: AlphaProj
             results.append((y.detach(), z_leaf.grad))
         (y_new, g_new), (y_ref, g_ref) = results
         assert torch.equal(y_new, y_ref) and torch.equal(g_new, g_ref), trial
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_alpha_projection_on_cuda_equals_the_cpu_path(dtype) -> None:
+    """On a GPU the torch path runs; it gives the CPU path's values and gradients, whether the
+    observations come as a CUDA tensor, a CPU tensor or numpy (a CPU mask used to meet CUDA
+    tensors there). A random polytope set: 3 risk rows and -π ≤ 0, the uniform centre inside."""
+    rng = np.random.default_rng(3)
+    c, m, t = 7, 3, 5
+    a_risk = rng.uniform(0.0, 1.0, (c, m, t))
+    a_ub = np.concatenate([a_risk, -np.broadcast_to(np.eye(t), (c, t, t))], axis=1)
+    centres = np.full((c, t), 1.0 / t)
+    b_ub = np.concatenate([a_risk @ centres[0] + rng.uniform(0.02, 0.1, (c, m)),
+                           np.zeros((c, t))], axis=1)
+    cpu = AlphaProjection(a_ub, b_ub, centres, slice(2, 2 + c))
+    gpu = AlphaProjection(a_ub, b_ub, centres, slice(2, 2 + c)).to("cuda")
+    b = 257
+    obs = np.zeros((b, 2 + c + 4), dtype=np.float32)
+    cats = rng.integers(0, c, b)
+    obs[np.arange(b), 2 + cats] = 1.0
+    obs[rng.random(b) < 0.1, 2:2 + c] = 0.0  # rows without a passenger
+    s = rng.dirichlet(np.ones(t), b) * 1.5 - 0.1  # many outside their polytope
+    w = torch.tensor(rng.normal(size=(b, t)), dtype=dtype)
+    s_c = torch.tensor(s, dtype=dtype, requires_grad=True)
+    y_c = cpu(s_c, torch.as_tensor(obs))
+    (g_c,) = torch.autograd.grad((y_c * w).sum(), s_c)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    for o in (torch.as_tensor(obs, device="cuda"), torch.as_tensor(obs), obs):
+        s_g = torch.tensor(s, dtype=dtype, device="cuda", requires_grad=True)
+        y_g = gpu(s_g, o)
+        (g_g,) = torch.autograd.grad((y_g * w.cuda()).sum(), s_g)
+        assert y_g.device.type == "cuda"
+        torch.testing.assert_close(y_g.cpu(), y_c, rtol=0, atol=tol)
+        torch.testing.assert_close(g_g.cpu(), g_c, rtol=0, atol=10 * tol)
