@@ -238,3 +238,34 @@ def test_an_unsealed_run_is_recorded_and_never_ranks_hard(tmp_path, honest_doc) 
               "provenance": {**honest_doc["provenance"], "isolation": "unsealed: forged"}}
     assert result_row(forged)["track"] == "open"
     assert result_row(honest_doc)["track"] == "hard"
+
+
+def test_requests_are_plain_frames_that_decode_to_equal_values_of_the_same_types() -> None:
+    """What the evaluator sends (a request of an act): no pickle, the same values back."""
+    import numpy as np
+
+    from leaderboard.sandbox_child import decode, encode
+
+    obs = np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2]  # not contiguous: sent in C order
+    info = {"category": 3, "time": 1.5, "struck": True, "none": None, "nan": float("nan"),
+            "queues": np.array([0.25, -np.inf]), "n": np.int64(7), "ok": np.bool_(False),
+            "mask": np.zeros((0, 4), np.int8), "nested": [1, (2, "x")]}
+    head, payload = encode(("act", (obs, info)))
+    assert b"pickle" not in head and len(payload) == 4 * 4 + 2 * 8 + 8 + 1
+    method, (obs2, info2) = decode(head, payload)
+    assert method == "act" and obs2.dtype == np.float32 and obs2.flags.writeable
+    np.testing.assert_array_equal(obs2, obs)
+    assert list(info2) == list(info)
+    for key, value in info.items():
+        got = info2[key]
+        assert type(got) is type(value), key
+        if isinstance(value, (np.ndarray, np.generic)):
+            assert got.dtype == value.dtype and got.shape == value.shape
+            np.testing.assert_array_equal(got, value)
+        elif key == "nan":
+            assert got != got
+        else:
+            assert got == value
+    for bad in (object(), np.array(["text"]), np.array([None], dtype=object), {1, 2}):
+        with pytest.raises(TypeError, match="cannot send"):
+            encode(bad)
