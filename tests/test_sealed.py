@@ -269,3 +269,20 @@ def test_requests_are_plain_frames_that_decode_to_equal_values_of_the_same_types
     for bad in (object(), np.array(["text"]), np.array([None], dtype=object), {1, 2}):
         with pytest.raises(TypeError, match="cannot send"):
             encode(bad)
+
+
+def test_the_submission_process_imports_none_of_the_evaluators_modules() -> None:
+    """``leaderboard.sealed`` (what a sandbox imports) pulls in no evaluation, runner or stats."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys, leaderboard.sealed, leaderboard.units; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('leaderboard'))))")
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": root})
+    loaded = set(json.loads(out.stdout))
+    assert loaded.isdisjoint({"leaderboard.evaluate", "leaderboard.runner",
+                              "leaderboard.aggregate", "leaderboard.attacker"}), loaded
+    assert "leaderboard.sealed" in loaded
