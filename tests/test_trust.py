@@ -338,6 +338,26 @@ def test_parse_days_accepts_only_valid_days(text):
     assert len(set(days.seeds)) == len(days.seeds) >= 1
 
 
+def test_a_result_on_public_days_never_ranks_hard_whatever_it_claims(board, tmp_path):
+    """The lookahead's defence in the default tier (the attack itself is in the hostile tier).
+
+    The LP's fresh-day row relabelled as played on the suite's public days, the kind of days a
+    lookahead can replay, and claiming the hard track (digest recomputed): shown on the open
+    track with the public-days note, as the evaluator itself writes such a row.
+    """
+    doc = load_result(board["lp"])
+    assert doc["track"] == "hard"
+    doc["days"] = {**doc["days"], "kind": "public"}
+    assert summarize(doc)["track"] == "open"
+    assert any(n.startswith("the suite's public days") for n in summarize(doc)["notes"])
+    path = tmp_path / "lp--micro.json"
+    _write(_redigest(doc), path)  # still claims hard
+    assert summary_differences(load_result(path))
+    [shown] = collect_results(tmp_path)
+    assert shown["track"] == "open" and result_row(shown)["track"] == "open"
+
+
+@pytest.mark.hostile  # four sealed runs replaying five days each (its defence: the test above)
 def test_a_lookahead_over_public_days_gains_nothing_on_the_board(tmp_path):
     src = str(ROOT / "tests" / "hostile" / "lookahead.py")
     spec = SubmissionSpec(src)
