@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import tiered
 
 from leaderboard.__main__ import main as cli
 from leaderboard.attacker import PANEL, attacker_seed, evaluate_attacker
@@ -80,17 +81,6 @@ def _honest(tmp_path: Path, name: str, act_extra: str = "pass", make_extra: str 
             head: str = "") -> str:
     return _write(tmp_path, name, head + HONEST.format(name=name, act_extra=act_extra,
                                                        make_extra=make_extra))
-
-
-def _tiered(cases: dict, default: set[str]) -> list:
-    """``cases``' names: those in ``default`` run in the default tier, the rest in the hostile.
-
-    Each sealed run starts a process (CONTRIBUTING.md): the default tier keeps one case of each
-    attack family, so every defence is exercised by default, and CI runs them all.
-    """
-    assert default <= set(cases)
-    return [c if c in default else pytest.param(c, marks=pytest.mark.hostile)
-            for c in sorted(cases)]
 
 
 def _run(source: str, panel: tuple[str, ...] = CHEAP, limits: Limits = FAST, **kw) -> dict:
@@ -194,7 +184,7 @@ CHEATS = {
 
 
 #: One cheat by default: every cheat meets the same defence (the attacker's own process).
-@pytest.mark.parametrize("case", _tiered(CHEATS, {"patches_the_duel"}))
+@pytest.mark.parametrize("case", tiered(CHEATS, {"patches_the_duel"}))
 def test_a_cheat_scores_what_the_honest_attacker_scores(case, tmp_path, honest_doc) -> None:
     doc = _run(_honest(tmp_path, case, **CHEATS[case]))
     assert doc["status"] == "ok", doc["error"]
@@ -218,7 +208,7 @@ FAILURES = {
 #: By default an exception and an action out of range (the evaluator's own check); the limits
 #: and a process that ends meet the sandbox's defences, whose default cases are in
 #: tests/test_sealed.py.
-@pytest.mark.parametrize("case", _tiered(FAILURES, {"raises", "out_of_range"}))
+@pytest.mark.parametrize("case", tiered(FAILURES, {"raises", "out_of_range"}))
 def test_a_failing_attacker_gets_a_failed_row_with_its_reason(case, tmp_path) -> None:
     kw, reason = FAILURES[case]
     if case == "no_make_attacker":

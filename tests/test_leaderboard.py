@@ -9,6 +9,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import tiered
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -254,9 +255,7 @@ def good_result(tmp_path_factory: pytest.TempPathFactory, centre_doc: dict) -> P
     return save_result(centre_doc, out)
 
 
-@pytest.mark.parametrize("case", [c if c in BROKEN_DEFAULT
-                                  else pytest.param(c, marks=pytest.mark.hostile)
-                                  for c in sorted(BROKEN)])
+@pytest.mark.parametrize("case", tiered(BROKEN, BROKEN_DEFAULT))
 def test_broken_submission_is_reported_in_its_row(
     case: str, tmp_path: Path, good_result: Path
 ) -> None:

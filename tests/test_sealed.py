@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import tiered
 
 from leaderboard.evaluate import evaluate_submission
 from leaderboard.runner import Execution
@@ -63,17 +64,6 @@ def _honest(tmp_path: Path, name: str, act_extra: str = "pass", make_extra: str 
                                                        make_extra=make_extra))
 
 
-def _tiered(cases: dict, default: set[str]) -> list:
-    """``cases``' names: those in ``default`` run in the default tier, the rest in the hostile.
-
-    Each sealed run starts a process (CONTRIBUTING.md): the default tier keeps one case of each
-    attack family, so every defence is exercised by default, and CI runs them all.
-    """
-    assert default <= set(cases)
-    return [c if c in default else pytest.param(c, marks=pytest.mark.hostile)
-            for c in sorted(cases)]
-
-
 def _run(path: str, limits: Limits = FAST) -> dict:
     return evaluate_submission(SubmissionSpec(path), TINY,
                                Execution(progress=False, reps=50, limits=limits), days=FRESH)
@@ -112,7 +102,7 @@ CHEATS = {
 
 
 #: One cheat by default: every cheat meets the same defence (the submission's own process).
-@pytest.mark.parametrize("case", _tiered(CHEATS, {"reaches_live_objects"}))
+@pytest.mark.parametrize("case", tiered(CHEATS, {"reaches_live_objects"}))
 def test_a_cheat_scores_what_the_honest_policy_scores(case, tmp_path, honest_doc) -> None:
     doc = _run(_honest(tmp_path, case, **CHEATS[case]))
     assert doc["status"] == "ok", doc["error"]
@@ -149,7 +139,7 @@ FAILURES = {
 #: One case of each defence by default: the call time limit (the unit's, slow_make_agent, in the
 #: hostile tier), a process that ends (killed: hostile), BaseException (at import: hostile), the
 #: memory limit and a malformed reply.
-@pytest.mark.parametrize("case", _tiered(FAILURES, {
+@pytest.mark.parametrize("case", tiered(FAILURES, {
     "hangs", "exits_in_act", "base_exception_in_act", "exhausts_memory", "malformed_reply"}))
 def test_a_failing_submission_gets_a_failed_row_with_its_reason(case, tmp_path) -> None:
     kwargs, limits, reason = FAILURES[case]
