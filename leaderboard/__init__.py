@@ -22,12 +22,42 @@ local / Ray map over units); ``evaluate`` and ``attacker`` (the two tracks); ``v
 submissions and references) ``baselines``, never the experiments or the benchmarks.
 """
 
-from leaderboard.aggregate import aggregate_units, iqm_interval
-from leaderboard.evaluate import evaluate_submission, evaluate_unit
-from leaderboard.runner import Execution
-from leaderboard.schema import SCHEMA, SCHEMA_VERSION, load_result, save_result, validate
-from leaderboard.submission import SubmissionError, SubmissionSpec, load_submission
-from leaderboard.suites import SUITES, Suite, get_suite
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from leaderboard.aggregate import aggregate_units, iqm_interval
+    from leaderboard.evaluate import evaluate_submission, evaluate_unit
+    from leaderboard.runner import Execution
+    from leaderboard.schema import SCHEMA, SCHEMA_VERSION, load_result, save_result, validate
+    from leaderboard.submission import SubmissionError, SubmissionSpec, load_submission
+    from leaderboard.suites import SUITES, Suite, get_suite
+
+#: Where each public name lives: imported when first used, so that a sandboxed submission's
+#: process (which imports ``leaderboard.sealed``) does not pay for the evaluator's modules.
+_WHERE = {
+    "aggregate_units": "aggregate", "iqm_interval": "aggregate",
+    "evaluate_submission": "evaluate", "evaluate_unit": "evaluate",
+    "Execution": "runner",
+    "SCHEMA": "schema", "SCHEMA_VERSION": "schema", "load_result": "schema",
+    "save_result": "schema", "validate": "schema",
+    "SubmissionError": "submission", "SubmissionSpec": "submission",
+    "load_submission": "submission",
+    "SUITES": "suites", "Suite": "suites", "get_suite": "suites",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name of the package, imported from its module on first use (:data:`_WHERE`)."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'leaderboard' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"leaderboard.{where}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "SCHEMA",

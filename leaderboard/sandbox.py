@@ -36,7 +36,8 @@ it), and an unsealed row never ranks on the hard track.
 **Replies** are frames (:data:`~leaderboard.sandbox_child.FRAME`: sequence number, header and
 payload sizes, then a JSON header and raw bytes) read from a non-blocking socket against the
 call's and the unit's deadlines; a frame announcing more than :data:`MAX_REPLY_BYTES` is refused
-before its body is read, and nothing from the process is ever unpickled. A partial, oversized,
+before its body is read. Nothing is pickled either way: requests are frames too, of plain data
+(:func:`~leaderboard.sandbox_child.encode`). A partial, oversized,
 out-of-sequence or missing reply and a stopped or dead process each raise :class:`SandboxError`
 with the reason, and the tree is killed.
 """
@@ -46,7 +47,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import pickle
 import selectors
 import shutil
 import signal
@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard import sandbox_child, sandbox_linux
-from leaderboard.sandbox_child import FRAME
+from leaderboard.sandbox_child import FRAME, encode
 from leaderboard.sandbox_linux import under
 
 __all__ = [
@@ -223,7 +223,7 @@ class Sandbox:
     Args:
         entry: ``"module:function"`` that the process calls with its
             :class:`~leaderboard.sandbox_child.Channel` and ``setup``.
-        setup: Sent to the process (pickled: it comes from the evaluator).
+        setup: Sent to the process: plain data (:func:`~leaderboard.sandbox_child.encode`).
         limits: The tree's limits.
         read_only: Host paths the process needs (a checkpoint, a submission's folder): made
             visible, read-only, at the same place where they would be hidden.
@@ -583,8 +583,12 @@ class Sandbox:
 
     def _send(self, obj: Any, what: str) -> None:
         self._seq += 1
-        body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        data = memoryview(FRAME.pack(self._seq, len(body), 0) + body)
+        try:
+            head, body = encode(obj)
+        except TypeError:  # the evaluator's own mistake, not the submission's: say so, loudly
+            self.close()
+            raise
+        data = memoryview(FRAME.pack(self._seq, len(head), len(body)) + head + body)
         end, which, limit = self._limit(None)
         sel: selectors.BaseSelector | None = None
         try:

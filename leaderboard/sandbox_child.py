@@ -6,13 +6,17 @@ sets included) and becomes the user id it was given, then checks that nothing is
 does it read its ``(entry, setup)`` from the socket ``FD``, import ``entry``'s module and call
 ``entry(channel, setup)`` with a :class:`Channel`. It is run as a script, not imported through
 the ``leaderboard`` package, so that nothing runs before the privileges are gone.
+
+Both directions are frames (:data:`FRAME`) of a JSON header and raw bytes; nothing is pickled
+either way. Requests (:func:`encode` / :func:`decode`) carry plain data only: JSON's scalars and
+lists, tuples and mappings tagged as such, and numpy arrays and scalars of booleans or numbers as
+their raw bytes in the payload (numpy is imported for them only after the privileges are gone).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import resource
 import signal
 import socket
@@ -20,10 +24,75 @@ import struct
 import sys
 from typing import Any
 
-__all__ = ["FRAME", "Channel"]
+__all__ = ["FRAME", "Channel", "decode", "encode"]
 
 #: A frame: sequence number, header bytes, payload bytes (then the header, then the payload).
 FRAME = struct.Struct("<III")
+#: numpy dtype kinds a request may carry: booleans, integers and floating-point numbers.
+ARRAY_KINDS = "biufc"
+
+
+def encode(obj: Any) -> tuple[bytes, bytes]:
+    """``obj`` as a request: its JSON header and the raw bytes of its arrays.
+
+    ``None``, booleans, integers, floats (NaN and infinities included), strings and lists stay
+    themselves; a tuple becomes ``{"tuple": [...]}``, a mapping ``{"dict": [[key, value], ...]}``
+    and a numpy array (or scalar) of a kind in :data:`ARRAY_KINDS` ``{"array"|"scalar":
+    [offset, nbytes], "dtype": ..., "shape": [...]}`` with its bytes at ``offset`` of the
+    payload. :func:`decode` gives back equal values of the same types.
+
+    Raises:
+        TypeError: something else (an object, an array of objects): it is not sent.
+    """
+    chunks: list[bytes] = []
+    size = [0]
+
+    def walk(x: Any) -> Any:
+        if x is None or type(x) in (bool, int, float, str):
+            return x
+        if type(x) is list:
+            return [walk(v) for v in x]
+        if type(x) is tuple:
+            return {"tuple": [walk(v) for v in x]}
+        if type(x) is dict:
+            return {"dict": [[walk(k), walk(v)] for k, v in x.items()]}
+        dtype = getattr(x, "dtype", None)
+        if dtype is not None and type(x).__module__ == "numpy" and hasattr(x, "tobytes"):
+            if dtype.kind not in ARRAY_KINDS:
+                raise TypeError(f"cannot send an array of {dtype} to the sandboxed process")
+            raw = x.tobytes()  # C order
+            tag = "array" if type(x).__name__ == "ndarray" else "scalar"
+            out = {tag: [size[0], len(raw)], "dtype": dtype.str, "shape": list(x.shape)}
+            chunks.append(raw)
+            size[0] += len(raw)
+            return out
+        raise TypeError(f"cannot send {type(x).__name__} to the sandboxed process")
+
+    header = json.dumps(walk(obj), separators=(",", ":")).encode()
+    return header, b"".join(chunks)
+
+
+def decode(header: bytes, payload: bytes) -> Any:
+    """What :func:`encode` gave ``(header, payload)`` for; arrays are writable and own copies."""
+    buf = bytearray(payload)  # writable: a request's arrays are the process's own to change
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        if not isinstance(x, dict):
+            return x
+        if "tuple" in x:
+            return tuple(walk(v) for v in x["tuple"])
+        if "dict" in x:
+            return {walk(k): walk(v) for k, v in x["dict"]}
+        import numpy as np
+
+        (offset, nbytes), dtype = x.get("array") or x["scalar"], np.dtype(x["dtype"])
+        a = np.frombuffer(buf, dtype=dtype, count=nbytes // max(dtype.itemsize, 1),
+                          offset=offset).reshape(x["shape"])
+        return a if "array" in x else a[()]
+
+    return walk(json.loads(header))
 
 
 class Channel:
@@ -44,13 +113,13 @@ class Channel:
         return bytes(buf)
 
     def recv(self) -> Any:
-        """The next request (unpickled: it comes from the evaluator), or None at the end."""
+        """The next request (:func:`decode`), or None at the end."""
         head = self._read(FRAME.size)
         if head is None:
             return None
-        self._seq, n, _ = FRAME.unpack(head)
-        body = self._read(n)
-        return None if body is None else pickle.loads(body)
+        self._seq, n_head, n_body = FRAME.unpack(head)
+        body = self._read(n_head + n_body)
+        return None if body is None else decode(body[:n_head], body[n_head:])
 
     def reply(self, header: dict[str, Any], payload: bytes = b"") -> None:
         """Answer the last request with a JSON ``header`` and raw ``payload`` bytes."""

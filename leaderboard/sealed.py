@@ -45,14 +45,16 @@ ENTRY = "leaderboard.sealed:serve"
 def serve(channel: Any, setup: tuple[Any, ...]) -> None:  # pragma: no cover - sandboxed side
     """The submission's process: load, build the agent on its own env, answer requests.
 
-    ``setup`` is ``(spec, env_id, instance_seed, env_kwargs, train_gradient_steps, role)``;
+    ``setup`` is ``(spec, env_id, instance_seed, env_kwargs, train_gradient_steps, role)``, the
+    spec as the mapping of its fields (requests are plain data, never pickles);
     ``role`` is ``"defender"`` (``make_agent``; ``act`` answers an allocation, sent as raw
     float64 bytes) or ``"attacker"`` (``make_attacker`` on an ``AttackerEnv`` of the unit;
     ``act`` answers one integer, sent in the JSON header).
     """
-    spec, env_id, instance_seed, env_kwargs, train_gradient_steps, role = setup
+    fields, env_id, instance_seed, env_kwargs, train_gradient_steps, role = setup
     factory = "make_attacker" if role == "attacker" else "make_agent"
     try:
+        spec = SubmissionSpec(**fields)
         if role == "attacker":
             from leaderboard.units import attacker_unit_env, load_attacker
 
@@ -173,8 +175,8 @@ class SealedAgent:
             read_only.append(str(checkpoint_path(template, env_id, int(instance_seed),
                                                  spec.train_seed)))
         factory = "make_attacker" if role == "attacker" else "make_agent"
-        setup = (spec, env_id, int(instance_seed), dict(env_kwargs), int(train_gradient_steps),
-                 role)
+        setup = (dataclasses.asdict(spec), env_id, int(instance_seed), dict(env_kwargs),
+                 int(train_gradient_steps), role)
         try:
             self.sandbox = Sandbox(ENTRY, setup, limits, read_only=tuple(read_only), files=files)
         except SandboxError as err:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tsg_envs import Arrivals, Game, GameConfig
 
@@ -61,6 +62,17 @@ def arrivals(times: list[float], thetas: list[int], flights: list[int], k: int =
     return Arrivals(
         times=np.asarray(times, dtype=float), categories=th * k + fl, thetas=th, flights=fl
     )
+
+
+def tiered(cases: dict[str, Any], default: set[str]) -> list[Any]:
+    """``cases``' names to parametrize with: those outside ``default`` carry the hostile mark.
+
+    Each sealed run starts a process (CONTRIBUTING.md): the default tier keeps one case of each
+    attack family, so every defence is exercised by default, and CI runs them all.
+    """
+    assert default <= set(cases)
+    return [c if c in default else pytest.param(c, marks=pytest.mark.hostile)
+            for c in sorted(cases)]
 
 
 #: A risk bound under which every allocation of the tiny game is feasible: the worst risk of any

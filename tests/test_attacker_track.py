@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import tiered
 
 from leaderboard.__main__ import main as cli
 from leaderboard.attacker import PANEL, attacker_seed, evaluate_attacker
@@ -157,6 +158,7 @@ def test_no_attacker_beats_the_best_response_in_expected_mode(honest_doc, random
                     assert 0.0 <= ep["fraction_of_best_response"] <= 1.0 + 1e-12
 
 
+@pytest.mark.sealed  # a second sealed run of the random attacker; the Ray test compares digests
 def test_the_random_attacker_is_reproducible_and_seeded_per_day_and_level(random_doc) -> None:
     a, b = random_doc, _run("random")
     assert a["status"] == b["status"] == "ok", (a["error"], b["error"])  # e.g. a time limit
@@ -181,7 +183,8 @@ CHEATS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CHEATS))
+#: One cheat by default: every cheat meets the same defence (the attacker's own process).
+@pytest.mark.parametrize("case", tiered(CHEATS, {"patches_the_duel"}))
 def test_a_cheat_scores_what_the_honest_attacker_scores(case, tmp_path, honest_doc) -> None:
     doc = _run(_honest(tmp_path, case, **CHEATS[case]))
     assert doc["status"] == "ok", doc["error"]
@@ -202,7 +205,10 @@ FAILURES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(FAILURES))
+#: By default an exception and an action out of range (the evaluator's own check); the limits
+#: and a process that ends meet the sandbox's defences, whose default cases are in
+#: tests/test_sealed.py.
+@pytest.mark.parametrize("case", tiered(FAILURES, {"raises", "out_of_range"}))
 def test_a_failing_attacker_gets_a_failed_row_with_its_reason(case, tmp_path) -> None:
     kw, reason = FAILURES[case]
     if case == "no_make_attacker":
@@ -279,6 +285,7 @@ def test_the_example_attacker_runs() -> None:
     assert set(doc["units"][0]["defenders"]["lp"]["episodes"][0]["strike_step"]) == {n // 2 + 1}
 
 
+@pytest.mark.sealed  # torch in the sealed process (tests/test_attackers.py trains it in-process)
 def test_the_dqn_attacker_trains_in_its_own_process_and_plays() -> None:
     doc = _run("dqn", panel=("lp",))  # the suite's 10 gradient steps: a smoke test
     assert doc["status"] == "ok", doc["error"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import tiered
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -243,13 +244,18 @@ BROKEN = {
 }
 
 
+#: One case of each kind by default: an import that raises, make_agent raising, and act raising
+#: or answering NaN (the evaluator's checks of an action); the rest in the hostile tier.
+BROKEN_DEFAULT = {"import_raises", "make_agent_raises", "act_raises", "nan"}
+
+
 @pytest.fixture(scope="module")
 def good_result(tmp_path_factory: pytest.TempPathFactory, centre_doc: dict) -> Path:
     out = tmp_path_factory.mktemp("results")
     return save_result(centre_doc, out)
 
 
-@pytest.mark.parametrize("case", sorted(BROKEN))
+@pytest.mark.parametrize("case", tiered(BROKEN, BROKEN_DEFAULT))
 def test_broken_submission_is_reported_in_its_row(
     case: str, tmp_path: Path, good_result: Path
 ) -> None:
@@ -410,6 +416,7 @@ def test_cli_evaluate_prints_the_row_beside_the_lp(
     assert "quick" in capsys.readouterr().out
 
 
+@pytest.mark.sealed  # five sealed evaluations; verify's default cases are in tests/test_trust.py
 def test_verify_passes_on_a_fresh_result_and_fails_on_an_edited_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -470,6 +477,7 @@ def test_ray_backend_gives_the_local_digest(centre_doc: dict) -> None:
     assert doc["metrics_digest"] == centre_doc["metrics_digest"]
 
 
+@pytest.mark.sealed  # four sealed trainings with torch (the in-process twin is below)
 def test_several_training_seeds_each_play_every_day(tmp_path: Path) -> None:
     """A learned baseline with train_seeds: every seed's policy on every day, one row."""
     spec = SubmissionSpec("alpha-ddpg", train_seeds=(0, 1), train_gradient_steps=4)
@@ -535,6 +543,7 @@ def test_training_seed_0_of_several_is_the_default_seed() -> None:
     assert [e["mean_wait"] for e in one["units"][0]["episodes"]] == waits[:2]
 
 
+@pytest.mark.sealed  # two trainings and four sealed loads with torch
 def test_a_checkpoint_template_picks_each_seed(tmp_path: Path) -> None:
     from baselines.api import RunConfig, get_method
 

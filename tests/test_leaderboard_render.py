@@ -145,6 +145,7 @@ def test_page_in_headless_chromium(results: Path, tmp_path: Path) -> None:
     assert "no_such_module_xyz" in dom
 
 
+@pytest.mark.sealed  # a training and four sealed loads with torch
 def test_a_checkpoint_row_shows_the_budget_it_was_trained_for(tmp_path: Path) -> None:
     """``--checkpoint`` with ``--train-gradient-steps``: the training column names both."""
     pytest.importorskip("torch")

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import tiered
 
 from leaderboard.evaluate import evaluate_submission
 from leaderboard.runner import Execution
@@ -100,7 +101,8 @@ CHEATS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CHEATS))
+#: One cheat by default: every cheat meets the same defence (the submission's own process).
+@pytest.mark.parametrize("case", tiered(CHEATS, {"reaches_live_objects"}))
 def test_a_cheat_scores_what_the_honest_policy_scores(case, tmp_path, honest_doc) -> None:
     doc = _run(_honest(tmp_path, case, **CHEATS[case]))
     assert doc["status"] == "ok", doc["error"]
@@ -134,7 +136,11 @@ FAILURES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(FAILURES))
+#: One case of each defence by default: the call time limit (the unit's, slow_make_agent, in the
+#: hostile tier), a process that ends (killed: hostile), BaseException (at import: hostile), the
+#: memory limit and a malformed reply.
+@pytest.mark.parametrize("case", tiered(FAILURES, {
+    "hangs", "exits_in_act", "base_exception_in_act", "exhausts_memory", "malformed_reply"}))
 def test_a_failing_submission_gets_a_failed_row_with_its_reason(case, tmp_path) -> None:
     kwargs, limits, reason = FAILURES[case]
     doc = _run(_honest(tmp_path, case, **kwargs), limits)
@@ -187,6 +193,7 @@ def test_limits_are_checked() -> None:
         Limits(memory_mb=1)
 
 
+@pytest.mark.hostile  # the memory limit's default case is exhausts_memory (torch: 4 CPU s more)
 def test_the_memory_limit_holds_for_a_torch_agent(tmp_path) -> None:
     pytest.importorskip("torch")
     big = _honest(tmp_path, "torch_big", head="import torch\n",
@@ -238,3 +245,51 @@ def test_an_unsealed_run_is_recorded_and_never_ranks_hard(tmp_path, honest_doc) 
               "provenance": {**honest_doc["provenance"], "isolation": "unsealed: forged"}}
     assert result_row(forged)["track"] == "open"
     assert result_row(honest_doc)["track"] == "hard"
+
+
+def test_requests_are_plain_frames_that_decode_to_equal_values_of_the_same_types() -> None:
+    """What the evaluator sends (a request of an act): no pickle, the same values back."""
+    import numpy as np
+
+    from leaderboard.sandbox_child import decode, encode
+
+    obs = np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2]  # not contiguous: sent in C order
+    info = {"category": 3, "time": 1.5, "struck": True, "none": None, "nan": float("nan"),
+            "queues": np.array([0.25, -np.inf]), "n": np.int64(7), "ok": np.bool_(False),
+            "mask": np.zeros((0, 4), np.int8), "nested": [1, (2, "x")]}
+    head, payload = encode(("act", (obs, info)))
+    assert b"pickle" not in head and len(payload) == 4 * 4 + 2 * 8 + 8 + 1
+    method, (obs2, info2) = decode(head, payload)
+    assert method == "act" and obs2.dtype == np.float32 and obs2.flags.writeable
+    np.testing.assert_array_equal(obs2, obs)
+    assert list(info2) == list(info)
+    for key, value in info.items():
+        got = info2[key]
+        assert type(got) is type(value), key
+        if isinstance(value, (np.ndarray, np.generic)):
+            assert got.dtype == value.dtype and got.shape == value.shape
+            np.testing.assert_array_equal(got, value)
+        elif key == "nan":
+            assert got != got
+        else:
+            assert got == value
+    for bad in (object(), np.array(["text"]), np.array([None], dtype=object), {1, 2}):
+        with pytest.raises(TypeError, match="cannot send"):
+            encode(bad)
+
+
+def test_the_submission_process_imports_none_of_the_evaluators_modules() -> None:
+    """``leaderboard.sealed`` (what a sandbox imports) pulls in no evaluation, runner or stats."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys, leaderboard.sealed, leaderboard.units; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('leaderboard'))))")
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": root})
+    loaded = set(json.loads(out.stdout))
+    assert loaded.isdisjoint({"leaderboard.evaluate", "leaderboard.runner",
+                              "leaderboard.aggregate", "leaderboard.attacker"}), loaded
+    assert "leaderboard.sealed" in loaded

@@ -284,7 +284,10 @@ RESUME_UNPICKLES = {("baselines/es_guided.py", "loads")}
 
 
 def test_no_load_path_unpickles_a_file():
-    """Every torch.load says weights_only=True; pickle.load(s) only where a run resumes itself."""
+    """Every torch.load says weights_only=True; pickle.load(s) only where a run resumes itself.
+
+    The sandbox's requests and replies are plain frames both ways: no pickle in the leaderboard.
+    """
     found = []
     for package in ("leaderboard", "baselines", "tsg_envs"):
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -299,8 +302,7 @@ def test_no_load_path_unpickles_a_file():
                         kw["weights_only"].value is True
                     found.append((rel, "torch.load", ok))
                 elif owner == "pickle" and node.func.attr in ("load", "loads"):
-                    found.append((rel, node.func.attr, (rel, node.func.attr) in RESUME_UNPICKLES
-                                  or rel.startswith("leaderboard/sandbox_child")))
+                    found.append((rel, node.func.attr, (rel, node.func.attr) in RESUME_UNPICKLES))
                 elif owner == "np" and node.func.attr == "load":
                     kw = {k.arg: k.value for k in node.keywords}
                     safe = "allow_pickle" not in kw or (  # numpy's default refuses pickles
@@ -310,6 +312,8 @@ def test_no_load_path_unpickles_a_file():
     bad = [f for f in found if not f[2]]
     assert not bad, bad
     assert any(f[1] == "torch.load" for f in found)
+    assert not [p for p in (ROOT / "leaderboard").rglob("*.py")
+                if "import pickle" in p.read_text(encoding="utf-8")]
 
 
 # Fresh days and the lookahead --------------------------------------------------------------------
@@ -334,6 +338,26 @@ def test_parse_days_accepts_only_valid_days(text):
     assert len(set(days.seeds)) == len(days.seeds) >= 1
 
 
+def test_a_result_on_public_days_never_ranks_hard_whatever_it_claims(board, tmp_path):
+    """The lookahead's defence in the default tier (the attack itself is in the hostile tier).
+
+    The LP's fresh-day row relabelled as played on the suite's public days, the kind of days a
+    lookahead can replay, and claiming the hard track (digest recomputed): shown on the open
+    track with the public-days note, as the evaluator itself writes such a row.
+    """
+    doc = load_result(board["lp"])
+    assert doc["track"] == "hard"
+    doc["days"] = {**doc["days"], "kind": "public"}
+    assert summarize(doc)["track"] == "open"
+    assert any(n.startswith("the suite's public days") for n in summarize(doc)["notes"])
+    path = tmp_path / "lp--micro.json"
+    _write(_redigest(doc), path)  # still claims hard
+    assert summary_differences(load_result(path))
+    [shown] = collect_results(tmp_path)
+    assert shown["track"] == "open" and result_row(shown)["track"] == "open"
+
+
+@pytest.mark.hostile  # four sealed runs replaying five days each (its defence: the test above)
 def test_a_lookahead_over_public_days_gains_nothing_on_the_board(tmp_path):
     src = str(ROOT / "tests" / "hostile" / "lookahead.py")
     spec = SubmissionSpec(src)
