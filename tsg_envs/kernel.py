@@ -29,7 +29,7 @@ import importlib.util
 import os
 from typing import Any, Literal
 
-__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel"]
+__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel", "load_vector_kernel"]
 
 #: The environment variable that picks the implementation (``auto``, ``numpy`` or ``numba``).
 KERNEL_ENV_VAR = "TSG_ENVS_KERNEL"
@@ -76,3 +76,20 @@ def load_kernel() -> Any:
         ) from exc
     return numba_step
 
+
+
+def load_vector_kernel() -> Any:
+    """Import the vector environment's compiled step (``tsg_envs.numba_vector``).
+
+    As :func:`load_kernel` imports the single environment's.
+
+    Raises:
+        ImportError: numba is not installed (``pip install tsg-envs[fast]``).
+    """
+    try:
+        from tsg_envs import numba_vector
+    except ImportError as exc:  # numba missing or broken
+        raise ImportError(
+            f"{KERNEL_ENV_VAR}=numba needs numba (pip install 'tsg-envs[fast]'): {exc}"
+        ) from exc
+    return numba_vector
