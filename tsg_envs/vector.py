@@ -9,6 +9,11 @@ environment reset with ``seed + i`` and driven by ``SyncVectorEnv`` (``tests/tes
 observations, rewards, infos and discrete outcomes; floats to rounding, since a batched product
 sums in another order than a single one.
 
+With numba installed (``TSG_ENVS_KERNEL``, :mod:`tsg_envs.kernel`; ``env.kernel`` says which) the
+step and the reset's gather of the drawn days run compiled over every row
+(``tsg_envs.numba_vector``): the same days bit for bit, the same decisions, and floats equal to
+the numpy vector step's to rounding (``tests/test_vector_kernel.py``).
+
 Autoreset follows Gymnasium's ``NEXT_STEP`` mode (``SyncVectorEnv``'s default): the step after a
 sub-environment terminates resets it, ignores its action, and returns its first observation with
 reward 0. Every day of an instance has the same number of passengers, so sub-environments reset
