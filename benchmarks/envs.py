@@ -227,6 +227,8 @@ class VectorSpeed:
         sync_sps: ``SyncVectorEnv`` over the single environment, the same.
         ratio: native / sync, over the whole timed span.
         resets: Sub-environment day resets inside the timed span (each side makes the same).
+        kernel: The implementation both sides ran (``TSG_ENVS_KERNEL``: the native env's
+            compiled step, and the single env's under ``SyncVectorEnv``); "" before it was kept.
     """
 
     n: int
@@ -235,6 +237,7 @@ class VectorSpeed:
     sync_sps: float
     ratio: float
     resets: int = 0
+    kernel: str = ""
 
 
 def vector_speeds(
@@ -253,6 +256,7 @@ def vector_speeds(
     timed span is ``days`` days of steps (a day is the instance's passengers plus the autoreset
     step), cut into ``blocks`` blocks that alternate between the two envs, so every day's end
     and reset (drawing the next day's arrivals) is inside it; CPU time; ratio of the totals.
+    Both sides step once before (loading their compiled kernels, where numba is installed).
     """
     rows = []
     for n in sizes:
@@ -267,6 +271,9 @@ def vector_speeds(
         bad[~bad_ok] = np.eye(good.shape[1])[rng.integers(good.shape[1], size=(~bad_ok).sum())]
         steps = max(1, int(round(days * (native.game.n_passengers + 1))))
         cuts = np.linspace(0, steps, blocks + 1).round().astype(int)
+        for env in (native, sync):  # each side's compiled kernels load outside the timed span
+            info = env.reset(seed=seed)[1]
+            env.step(good[np.maximum(info["category"], 0)])
         for share in infeasible:
             flips = rng.random((steps, n)) < share
             state = []
@@ -286,7 +293,7 @@ def vector_speeds(
             if nat_r != syn_r:  # pragma: no cover - both step the same days
                 raise RuntimeError(f"resets differ: native {nat_r}, sync {syn_r}")
             rows.append(VectorSpeed(n, share, steps * n / nat_s, steps * n / syn_s,
-                                    syn_s / nat_s, nat_r))
+                                    syn_s / nat_s, nat_r, native.kernel))
         native.close()
         sync.close()
     return rows
@@ -307,6 +314,10 @@ def format_vector(rows: list[VectorSpeed]) -> str:
         resets = f"| {r.resets:,} " if counted else ""
         lines.append(f"| {r.n} | {r.infeasible:.0%} | {r.native_sps:,.0f} | {r.sync_sps:,.0f} "
                      f"{resets}| **{r.ratio:.1f}x** |")
+    kernels = sorted({r.kernel for r in rows if r.kernel})
+    if kernels:
+        lines += ["", f"Both sides on the {' / '.join(kernels)} implementation "
+                  "(`TSG_ENVS_KERNEL`, `tsg_envs.kernel`)."]
     return "\n".join(lines)
 
 

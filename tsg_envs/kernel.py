@@ -1,4 +1,4 @@
-"""Which implementation steps the single environment: plain numpy, or a compiled numba kernel.
+"""Which implementation steps the environments: plain numpy, or compiled numba kernels.
 
 The numpy step (:meth:`tsg_envs.ScreeningEnv.step` and :meth:`tsg_envs.ScreeningDay.step`) is
 the reference. When numba is installed (``pip install tsg-envs[fast]``; Tianshou, in the
@@ -9,6 +9,18 @@ floating-point operations in the same order: every observation, reward, terminat
 bit for bit the numpy step's (``tests/test_kernel.py`` steps both over many days and
 configurations, and a hypothesis property over random proposals). Everything else (proposals
 outside the tolerance, sampled queues, the duel's inserted attacker) takes the numpy path.
+
+The native vector environment (:class:`tsg_envs.vector.ScreeningVectorEnv`) has its own compiled
+step under the same switch (``tsg_envs.numba_vector``): every row's action check (every
+``invalid_action`` mode), α-projection, queue update (both queue modes) and observation in two
+calls, and its resets' gather of the drawn days in one. Its resets draw the same days bit for bit;
+its steps make the same decisions as the numpy vector step and agree with it to rounding
+(relative 1e-12; ``tests/test_vector_kernel.py``), not bit for bit: numpy's batched products
+(BLAS, ``einsum``) sum in an order of their own, which the loops do not copy. So an evaluation
+through the vector env (``tsg_envs.harness``) under ``numba`` and under ``numpy`` can differ in
+the last bits of a wait; ``TSG_ENVS_KERNEL=numpy`` reproduces results made before this kernel
+bit for bit. Anything unusual (a non-finite or huge entry, a proposal ``"raise"`` refuses, a day
+that is over, a step in which some days reset while others step) takes the numpy vector step.
 
 Choose with the environment variable ``TSG_ENVS_KERNEL``, read when an environment is made:
 
@@ -29,7 +41,7 @@ import importlib.util
 import os
 from typing import Any, Literal
 
-__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel"]
+__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel", "load_vector_kernel"]
 
 #: The environment variable that picks the implementation (``auto``, ``numpy`` or ``numba``).
 KERNEL_ENV_VAR = "TSG_ENVS_KERNEL"
@@ -76,3 +88,20 @@ def load_kernel() -> Any:
         ) from exc
     return numba_step
 
+
+
+def load_vector_kernel() -> Any:
+    """Import the vector environment's compiled step (``tsg_envs.numba_vector``).
+
+    As :func:`load_kernel` imports the single environment's.
+
+    Raises:
+        ImportError: numba is not installed (``pip install tsg-envs[fast]``).
+    """
+    try:
+        from tsg_envs import numba_vector
+    except ImportError as exc:  # numba missing or broken
+        raise ImportError(
+            f"{KERNEL_ENV_VAR}=numba needs numba (pip install 'tsg-envs[fast]'): {exc}"
+        ) from exc
+    return numba_vector

@@ -38,7 +38,7 @@ from tsg_envs.kernel_layout import (
 )
 from tsg_envs.polytope import FEASIBILITY_TOL
 
-__all__ = ["fsum", "fused_step", "fused_step_unchecked"]
+__all__ = ["cached_jit", "entry_point", "fsum", "fused_step", "fused_step_unchecked"]
 
 _TOL = FEASIBILITY_TOL
 _TOL_REPROJECT = FEASIBILITY_TOL - 1e-12
@@ -46,7 +46,7 @@ _TOL_REPROJECT = FEASIBILITY_TOL - 1e-12
 _HUGE = 1e150
 
 
-def _jit(signature: str) -> Callable[[Callable[..., Any]], Any]:
+def cached_jit(signature: str) -> Callable[[Callable[..., Any]], Any]:
     """``njit(signature)``, cached where numba can write a cache, else compiled uncached."""
 
     def wrap(fn: Callable[..., Any]) -> Any:
@@ -63,7 +63,7 @@ def _jit(signature: str) -> Callable[[Callable[..., Any]], Any]:
     return wrap
 
 
-@_jit("float64(float64[::1])")
+@cached_jit("float64(float64[::1])")
 def fsum(x: np.ndarray) -> float:
     """``math.fsum`` of finite doubles (CPython's algorithm: exact partials, half-even fix-up)."""
     p = np.empty(x.shape[0] + 1)
@@ -114,7 +114,7 @@ _SIGNATURE = (
 )
 
 
-@_jit(_SIGNATURE)
+@cached_jit(_SIGNATURE)
 def fused_step(
     a: np.ndarray,
     blob: np.ndarray,
@@ -241,7 +241,7 @@ def fused_step(
     return wait, viol
 
 
-def _entry_point(dispatcher: Any) -> Any:
+def entry_point(dispatcher: Any) -> Any:
     """The one compiled overload's own entry point, or the dispatcher if numba has no such thing.
 
     Calling it skips the dispatcher's matching of argument types (about 0.3 µs of a 1.5 µs
@@ -255,5 +255,5 @@ def _entry_point(dispatcher: Any) -> Any:
         return dispatcher
 
 
-#: :func:`fused_step` without the dispatcher's type matching (see :func:`_entry_point`).
-fused_step_unchecked = _entry_point(fused_step)
+#: :func:`fused_step` without the dispatcher's type matching (see :func:`entry_point`).
+fused_step_unchecked = entry_point(fused_step)

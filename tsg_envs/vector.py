@@ -9,6 +9,11 @@ environment reset with ``seed + i`` and driven by ``SyncVectorEnv`` (``tests/tes
 observations, rewards, infos and discrete outcomes; floats to rounding, since a batched product
 sums in another order than a single one.
 
+With numba installed (``TSG_ENVS_KERNEL``, :mod:`tsg_envs.kernel`; ``env.kernel`` says which) the
+step and the reset's gather of the drawn days run compiled over every row
+(``tsg_envs.numba_vector``): the same days bit for bit, the same decisions, and floats equal to
+the numpy vector step's to rounding (``tests/test_vector_kernel.py``).
+
 Autoreset follows Gymnasium's ``NEXT_STEP`` mode (``SyncVectorEnv``'s default): the step after a
 sub-environment terminates resets it, ignores its action, and returns its first observation with
 reward 0. Every day of an instance has the same number of passengers, so sub-environments reset
@@ -40,9 +45,11 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from tsg_envs import kernel as kernel_mod
 from tsg_envs import validation
-from tsg_envs.dynamics import DayBatch, draw_arrivals_batch
+from tsg_envs.dynamics import DayBatch, draw_arrivals_batch, team_index
 from tsg_envs.env import ScreeningEnv
+from tsg_envs.kernel import KernelName, kernel_name
 from tsg_envs.polytope import ALPHA_SHRINK, FEASIBILITY_TOL, Polytope
 
 __all__ = ["ScreeningVectorEnv", "make_screening_vector_env"]
@@ -124,6 +131,29 @@ class ScreeningVectorEnv(VectorEnv):
         self._flat_category = row_start + self.obs_layout["category"].start
         self._flat_history = row_start + self.obs_layout["history"].start
         self._onehot = self._flat_category.copy()
+        # The implementation (tsg_envs.kernel): numba steps every row in one compiled call.
+        self.kernel: KernelName = kernel_name()
+        self._compiled: Any = None  # tsg_envs.numba_vector, loaded at the first reset or step
+        lay = self.obs_layout
+        self._positions = np.array([lay[k].start for k in ("category", "backlog", "waits",
+                                                           "history", "clock")], dtype=np.int64)
+        # Own C-contiguous, writeable copies: the compiled calls skip numba's type matching.
+        f64 = np.float64
+        self._check_consts = tuple(np.array(x, dtype=f64, order="C") for x in (
+            self._risk_coef, self._b_risk, g.team_efficacy, self._row_scale, self._centers,
+            self._centre_slack_t.T))
+        self._advance_consts = (
+            np.array(g.team_members, dtype=f64, order="C"),
+            np.array(team_index(g), dtype=np.int64, order="C"),
+            _holders(g.team_members),
+            np.array(g.rates, dtype=f64, order="C"),
+            np.array(self._inv_expected, dtype=f64, order="C"),
+        )
+        self._mode_code = ("project", "raise", "penalize").index(self.invalid_action)
+        self._no_draws = np.empty(0)
+        self._r = g.n_resources
+        self._day_length = float(g.day_length)
+        self._penalty_per_unit = float(self.violation_penalty)
 
     # Public helpers -------------------------------------------------------------------------
     def polytope(self, c: int) -> Polytope:
@@ -245,6 +275,10 @@ class ScreeningVectorEnv(VectorEnv):
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """:meth:`step` when no sub-environment autoresets (every step but one a day)."""
         n = self.num_envs
+        if self._compiled is not None or self._load_compiled() is not None:
+            out = self._step_compiled(a)
+            if out is not None:
+                return out
         days = self._days
         cats = days.category
         if cats.min() < 0:
@@ -274,8 +308,71 @@ class ScreeningVectorEnv(VectorEnv):
         for row, seed in zip(rows.tolist(), seeds, strict=True):
             if seed is not None or self._rngs[row] is None:
                 self._rngs[row], _ = seeding.np_random(seed)
-        arrivals = draw_arrivals_batch(self.game, [self._rngs[r] for r in rows.tolist()])
-        self._days.reset(arrivals, rows)
+        rngs = cast(list[np.random.Generator], [self._rngs[r] for r in rows.tolist()])
+        compiled = self._load_compiled()
+        if compiled is not None:  # the same days, gathered into place in one compiled call
+            self._days.reset_drawn(rngs, rows, compiled.arrange_days)
+            return
+        self._days.reset(draw_arrivals_batch(self.game, rngs), rows)
+
+    def _load_compiled(self) -> Any:
+        """``tsg_envs.numba_vector`` when the numba kernel is chosen (imported at first use)."""
+        if self.kernel != "numba":
+            return None
+        if self._compiled is None:
+            self._compiled = kernel_mod.load_vector_kernel()
+        return self._compiled
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable: the compiled module is not; it is loaded again when next needed."""
+        state = self.__dict__.copy()
+        state["_compiled"] = None
+        return state
+
+    def _step_compiled(self, a: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                  dict[str, Any]] | None:
+        """:meth:`_step_all` as two compiled calls over every row (``tsg_envs.numba_vector``).
+
+        None, with nothing changed, where the check hands the step to the numpy path (a
+        non-finite or huge entry, a proposal "raise" refuses, a day over: numpy raises).
+        """
+        nv = self._compiled
+        n, t = a.shape
+        days = self._days
+        state = days.fused_state()
+        viol, executed, penalty = np.empty(n), np.empty((n, t)), np.empty(n)
+        if nv.check_rows_unchecked(
+                np.ascontiguousarray(a), state[0], state[2], *self._check_consts,
+                self._mode_code, self._penalty_per_unit, viol, executed, penalty,
+        ) != nv.OK:
+            return None
+        u = self._no_draws
+        if self.queue_mode == "sampled":  # drawn once every proposal has passed, as numpy
+            u = np.array([cast(np.random.Generator, rng).random() for rng in self._rngs])
+        obs = np.empty(self._obs.shape, dtype=np.float32)
+        reward, done, wait, clock = np.empty(n), np.empty(n, dtype=bool), np.empty(n), np.empty(n)
+        queues = np.empty((n, self._r))
+        team = np.empty(n, dtype=np.int64)
+        category, theta, flight = np.empty((3, n), dtype=np.int64)
+        ended = nv.advance_rows_unchecked(
+            *state, *self._advance_consts, self._obs, self._onehot, self._positions,
+            self._day_length, u, executed, penalty, obs, reward, done, queues, wait, team,
+            category, theta, flight, clock,
+        )
+        days.fused_stepped()
+        self._autoreset = done
+        self._pending = ended > 0
+        m = np.ones((10, n), dtype=bool)  # one mask per key (STEP_INFO_KEYS)
+        infos = {
+            "category": category, "_category": m[0], "theta": theta, "_theta": m[1],
+            "flight": flight, "_flight": m[2], "time": clock, "_time": m[3],
+            "queues": queues, "_queues": m[4], "wait": wait, "_wait": m[5],
+            "penalty": penalty, "_penalty": m[6], "proposed_violation": viol,
+            "_proposed_violation": m[7], "executed_action": executed,
+            "_executed_action": m[8], "team": team, "_team": m[9],
+        }
+        return obs, reward, done.copy(), np.zeros(n, dtype=bool), infos
 
     def _check(
         self, a: np.ndarray, cats: np.ndarray
@@ -440,6 +537,15 @@ class ScreeningVectorEnv(VectorEnv):
                 if not rows.all():
                     values = np.where(rows, values, np.zeros((), dtype=values.dtype))
                 infos[key], infos[f"_{key}"] = values, rows.copy()
+
+
+def _holders(members: np.ndarray) -> np.ndarray:
+    """(R, H): the teams holding each resource, ascending, padded with -1."""
+    lists = [np.flatnonzero(col) for col in np.asarray(members).T]
+    out = np.full((len(lists), max(1, max(len(x) for x in lists))), -1, dtype=np.int64)
+    for r, teams in enumerate(lists):
+        out[r, :len(teams)] = teams
+    return out
 
 
 def _ordered(infos: dict[str, Any]) -> list[str]:
