@@ -227,8 +227,8 @@ class VectorSpeed:
         sync_sps: ``SyncVectorEnv`` over the single environment, the same.
         ratio: native / sync, over the whole timed span.
         resets: Sub-environment day resets inside the timed span (each side makes the same).
-        kernel: The implementation both sides ran (``TSG_ENVS_KERNEL``: the native env's
-            compiled step, and the single env's under ``SyncVectorEnv``); "" before it was kept.
+        kernel: The native env's implementation (``TSG_ENVS_KERNEL`` as it was made;
+            ``SyncVectorEnv``'s single envs run the default); "" before it was kept.
     """
 
     n: int
@@ -247,8 +247,14 @@ def vector_speeds(
     days: float = 2.0,
     blocks: int = 6,
     seed: int = 0,
+    kernels: tuple[str, ...] = ("numpy", "numba"),
 ) -> list[VectorSpeed]:
     """Native vector env vs ``SyncVectorEnv`` in the same process, alternating blocks.
+
+    One row per native implementation in ``kernels`` (``TSG_ENVS_KERNEL`` as the native env is
+    made: ``numpy``, the default's step, and ``numba``, the compiled step that runs only when
+    asked for; skipped without numba); ``SyncVectorEnv``'s single envs run the default (their
+    kernel where numba is installed).
 
     Every step gets a fresh action array, gathered from precomputed proposals of each waiting
     category (feasible ones, and with probability ``infeasible`` a point of the simplex outside
@@ -258,9 +264,23 @@ def vector_speeds(
     and reset (drawing the next day's arrivals) is inside it; CPU time; ratio of the totals.
     Both sides step once before (loading their compiled kernels, where numba is installed).
     """
+    import os
+
+    from tsg_envs.kernel import KERNEL_ENV_VAR, kernel_name
+
+    if kernel_name("auto") != "numba":
+        kernels = tuple(k for k in kernels if k != "numba")
     rows = []
-    for n in sizes:
-        native = gym.make_vec(env_id, num_envs=n)
+    for n, kernel in ((n, k) for n in sizes for k in kernels):
+        old = os.environ.get(KERNEL_ENV_VAR)
+        os.environ[KERNEL_ENV_VAR] = kernel
+        try:
+            native = gym.make_vec(env_id, num_envs=n)
+        finally:
+            if old is None:
+                del os.environ[KERNEL_ENV_VAR]
+            else:
+                os.environ[KERNEL_ENV_VAR] = old
         sync = gym.make_vec(env_id, num_envs=n, vectorization_mode="sync")
         polys = native.polytopes
         rng = np.random.default_rng(seed)
@@ -305,17 +325,26 @@ def format_vector(rows: list[VectorSpeed]) -> str:
     Results from before resets were counted (every row's ``resets`` 0) keep their old table.
     """
     counted = any(r.resets for r in rows)
+    kernels = sorted({r.kernel for r in rows if r.kernel})
+    per_kernel = len(kernels) > 1
     lines = [
-        "| N | infeasible proposals | native, sub-env steps/s | SyncVectorEnv, steps/s "
+        "| N | " + ("native step | " if per_kernel else "")
+        + "infeasible proposals | native, sub-env steps/s | SyncVectorEnv, steps/s "
         + ("| day resets timed " if counted else "") + "| native / sync |",
-        "|---:|---:|---:|---:|---:|" + ("---:|" if counted else ""),
+        "|---:|" + (":---|" if per_kernel else "") + "---:|---:|---:|"
+        + ("---:|" if counted else "") + "---:|",
     ]
     for r in rows:
         resets = f"| {r.resets:,} " if counted else ""
-        lines.append(f"| {r.n} | {r.infeasible:.0%} | {r.native_sps:,.0f} | {r.sync_sps:,.0f} "
-                     f"{resets}| **{r.ratio:.1f}x** |")
-    kernels = sorted({r.kernel for r in rows if r.kernel})
-    if kernels:
+        step = f"{r.kernel} | " if per_kernel else ""
+        lines.append(f"| {r.n} | {step}{r.infeasible:.0%} | {r.native_sps:,.0f} "
+                     f"| {r.sync_sps:,.0f} {resets}| **{r.ratio:.1f}x** |")
+    if per_kernel:
+        lines += ["", "Native step: `numpy` is the default's (`TSG_ENVS_KERNEL=auto`), `numba` the "
+                  "compiled one that runs with `TSG_ENVS_KERNEL=numba` (equal to rounding, not bit "
+                  "for bit); `SyncVectorEnv`'s single envs run their default (their compiled "
+                  "kernel, bit for bit the numpy step)."]
+    elif kernels:
         lines += ["", f"Both sides on the {' / '.join(kernels)} implementation "
                   "(`TSG_ENVS_KERNEL`, `tsg_envs.kernel`)."]
     return "\n".join(lines)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tsg_envs.kernel import kernel_name
+
 HAS_CVXPYLAYERS = importlib.util.find_spec("cvxpylayers") is not None
 
 
@@ -55,10 +57,14 @@ def test_bench_vector_and_harness_rows_are_well_formed() -> None:
 
     rows = bench.vector_speeds("tsg/Screening-Window-5F-v1", sizes=(1, 2), infeasible=(0.0,),
                                days=1.0, blocks=2)
-    assert [r.n for r in rows] == [1, 2]
+    kernels = ["numpy", "numba"] if kernel_name("auto") == "numba" else ["numpy"]
+    # One row per size and native step, each native env made with that step.
+    assert [(r.n, r.kernel) for r in rows] == [(n, k) for n in (1, 2) for k in kernels]
     assert all(r.native_sps > 0 and r.sync_sps > 0 and r.ratio > 0 for r in rows)
-    assert [r.resets for r in rows] == [1, 2]  # one day's end and reset per sub-environment
-    assert "| 2 | 0% |" in bench.format_vector(rows)
+    # one day's end and reset per sub-environment
+    assert [r.resets for r in rows] == [n for n in (1, 2) for _ in kernels]
+    table = bench.format_vector(rows)
+    assert ("| 2 | numba | 0% |" in table) if len(kernels) == 2 else ("| 2 | 0% |" in table)
     (h,) = bench.harness_speeds("tsg/Screening-Window-5F-v1", days=2, agents=("lp",))
     assert h.agent == "lp" and h.days == 2 and h.speedup == pytest.approx(
         h.loop_s_per_day / h.harness_s_per_day)

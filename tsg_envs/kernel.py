@@ -11,24 +11,27 @@ configurations, and a hypothesis property over random proposals). Everything els
 outside the tolerance, sampled queues, the duel's inserted attacker) takes the numpy path.
 
 The native vector environment (:class:`tsg_envs.vector.ScreeningVectorEnv`) has its own compiled
-step under the same switch (``tsg_envs.numba_vector``): every row's action check (every
-``invalid_action`` mode), α-projection, queue update (both queue modes) and observation in two
-calls, and its resets' gather of the drawn days in one. Its resets draw the same days bit for bit;
-its steps make the same decisions as the numpy vector step and agree with it to rounding
-(relative 1e-12; ``tests/test_vector_kernel.py``), not bit for bit: numpy's batched products
-(BLAS, ``einsum``) sum in an order of their own, which the loops do not copy. So an evaluation
-through the vector env (``tsg_envs.harness``) under ``numba`` and under ``numpy`` can differ in
-the last bits of a wait; ``TSG_ENVS_KERNEL=numpy`` reproduces results made before this kernel
-bit for bit. Anything unusual (a non-finite or huge entry, a proposal ``"raise"`` refuses, a day
-that is over, a step in which some days reset while others step) takes the numpy vector step.
+step (``tsg_envs.numba_vector``): every row's action check (every ``invalid_action`` mode),
+α-projection, queue update (both queue modes) and observation in two calls, and its resets'
+gather of the drawn days in one. Its resets draw the same days bit for bit; its steps make the
+same decisions as the numpy vector step and agree with it to rounding (relative 1e-12;
+``tests/test_vector_kernel.py``), not bit for bit: numpy's batched products (BLAS, ``einsum``)
+sum in an order of their own, which the loops do not copy. So it runs only when asked for,
+``TSG_ENVS_KERNEL=numba`` (:func:`vector_kernel_name`): under ``auto`` the vector env, and with
+it every evaluation through :mod:`tsg_envs.harness`, keeps the numpy step and the committed
+results' numbers bit for bit. Anything unusual (a non-finite or huge entry, a proposal
+``"raise"`` refuses, a day that is over, a step in which some days reset while others step)
+takes the numpy vector step.
 
 Choose with the environment variable ``TSG_ENVS_KERNEL``, read when an environment is made:
 
-* ``auto`` (default): numba when it can be imported, else numpy;
-* ``numpy``: always the plain numpy path;
-* ``numba``: the kernel, and an ``ImportError`` at the first step if numba is missing.
+* ``auto`` (default): the single environment's kernel when numba can be imported, else numpy;
+  the vector environment's numpy step;
+* ``numpy``: always the plain numpy paths;
+* ``numba``: both kernels, and an ``ImportError`` at the first step if numba is missing.
 
-The default is ``auto`` because the kernel gives the same numbers about twice as fast
+``auto`` picks a compiled path only where it gives the numpy path's numbers bit for bit. It is
+the default because the single environment's kernel gives the same numbers about twice as fast
 (``python -m benchmarks.envs --speed``) and an install without numba loses nothing but speed.
 Importing :mod:`tsg_envs` never imports numba: the kernel is imported, and compiled or loaded
 from numba's cache (``cache=True``; ``NUMBA_CACHE_DIR`` when the package directory is read-only),
@@ -41,7 +44,8 @@ import importlib.util
 import os
 from typing import Any, Literal
 
-__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel", "load_vector_kernel"]
+__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel", "load_vector_kernel",
+           "vector_kernel_name"]
 
 #: The environment variable that picks the implementation (``auto``, ``numpy`` or ``numba``).
 KERNEL_ENV_VAR = "TSG_ENVS_KERNEL"
@@ -71,6 +75,24 @@ def kernel_name(choice: str | None = None) -> KernelName:
         raise ValueError(f"{KERNEL_ENV_VAR} must be one of {', '.join(_CHOICES)}, got {choice!r}")
     if choice == "auto":
         return "numba" if importlib.util.find_spec("numba") is not None else "numpy"
+    return "numba" if choice == "numba" else "numpy"
+
+
+def vector_kernel_name(choice: str | None = None) -> KernelName:
+    """The implementation a vector environment made now uses: numba only when asked for.
+
+    Its compiled step agrees with the numpy vector step to rounding, not bit for bit, so
+    ``auto`` keeps numpy there (see the module docstring).
+
+    Args:
+        choice: ``auto``, ``numpy`` or ``numba``; None reads ``TSG_ENVS_KERNEL``.
+
+    Raises:
+        ValueError: An unknown choice.
+    """
+    if choice is None:
+        choice = os.environ.get(KERNEL_ENV_VAR, "auto").strip().lower() or "auto"
+    kernel_name(choice)  # validates
     return "numba" if choice == "numba" else "numpy"
 
 

@@ -9,10 +9,12 @@ environment reset with ``seed + i`` and driven by ``SyncVectorEnv`` (``tests/tes
 observations, rewards, infos and discrete outcomes; floats to rounding, since a batched product
 sums in another order than a single one.
 
-With numba installed (``TSG_ENVS_KERNEL``, :mod:`tsg_envs.kernel`; ``env.kernel`` says which) the
-step and the reset's gather of the drawn days run compiled over every row
-(``tsg_envs.numba_vector``): the same days bit for bit, the same decisions, and floats equal to
-the numpy vector step's to rounding (``tests/test_vector_kernel.py``).
+With ``TSG_ENVS_KERNEL=numba`` (:mod:`tsg_envs.kernel`; ``env.kernel`` says which) the step and
+the reset's gather of the drawn days run compiled over every row (``tsg_envs.numba_vector``): the
+same days bit for bit, the same decisions, and floats equal to the numpy vector step's to
+rounding (``tests/test_vector_kernel.py``). It is about 1.5-2x faster at N = 256
+(``python -m benchmarks.envs --vector``); the default (``auto``) keeps the numpy step, whose
+numbers the committed results were made with.
 
 Autoreset follows Gymnasium's ``NEXT_STEP`` mode (``SyncVectorEnv``'s default): the step after a
 sub-environment terminates resets it, ignores its action, and returns its first observation with
@@ -49,7 +51,7 @@ from tsg_envs import kernel as kernel_mod
 from tsg_envs import validation
 from tsg_envs.dynamics import DayBatch, draw_arrivals_batch, team_index
 from tsg_envs.env import ScreeningEnv
-from tsg_envs.kernel import KernelName, kernel_name
+from tsg_envs.kernel import KernelName, vector_kernel_name
 from tsg_envs.polytope import ALPHA_SHRINK, FEASIBILITY_TOL, Polytope
 
 __all__ = ["ScreeningVectorEnv", "make_screening_vector_env"]
@@ -131,8 +133,9 @@ class ScreeningVectorEnv(VectorEnv):
         self._flat_category = row_start + self.obs_layout["category"].start
         self._flat_history = row_start + self.obs_layout["history"].start
         self._onehot = self._flat_category.copy()
-        # The implementation (tsg_envs.kernel): numba steps every row in one compiled call.
-        self.kernel: KernelName = kernel_name()
+        # The implementation (tsg_envs.kernel): numba steps every row in one compiled call when
+        # TSG_ENVS_KERNEL=numba asks for it (it agrees with numpy to rounding, not bit for bit).
+        self.kernel: KernelName = vector_kernel_name()
         self._compiled: Any = None  # tsg_envs.numba_vector, loaded at the first reset or step
         lay = self.obs_layout
         self._positions = np.array([lay[k].start for k in ("category", "backlog", "waits",
