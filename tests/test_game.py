@@ -16,6 +16,7 @@ from tsg_envs.game import (
     DEFAULT_CAPACITY_RATIO,
     arrival_window_probabilities,
     expected_arrivals_per_minute,
+    truncated_normal_cdf,
 )
 
 ARRAYS = ("rates", "team_members", "resource_efficacy", "team_efficacy", "attacker_prior",
@@ -329,3 +330,43 @@ def test_reordered_then_inverse_is_the_game(seed: int) -> None:
     for name in ("rates", "team_members", "resource_efficacy", "team_efficacy",
                  "attacker_prior", "risk_mix", "attack_loss", "departures", "flight_sizes"):
         np.testing.assert_array_equal(getattr(back, name), getattr(game, name))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    a=st.floats(-8.0, 2.5, allow_nan=False),
+    width=st.floats(0.05, 9.0, allow_nan=False),
+    loc=st.floats(-200.0, 200.0, allow_nan=False),
+    scale=st.floats(0.1, 200.0, allow_nan=False),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_truncated_normal_cdf_is_scipy_stats_bit_for_bit(a, width, loc, scale, seed) -> None:
+    # The window LP's expected counts come from this CDF; computed without importing
+    # scipy.stats, it must give SciPy's numbers exactly (left tail, right tail, across the
+    # centre, outside the support, and where SciPy switches to the complement).
+    from scipy import stats
+
+    b = a + width
+    rng = np.random.default_rng(seed)
+    z = np.concatenate([rng.uniform(a - 1.0, b + 1.0, 40), [a, b, a - 5.0, b + 5.0, 0.0]])
+    x = (loc + scale * z).reshape(5, 9)
+    expected = stats.truncnorm(a, b, loc=loc, scale=scale).cdf(x)
+    np.testing.assert_array_equal(truncated_normal_cdf(x, a, b, loc, scale), expected)
+
+
+def test_window_probabilities_are_scipy_stats_truncnorm_on_every_registered_family() -> None:
+    from scipy import stats
+
+    import tsg_envs  # noqa: F401  (registers the ids)
+    from tsg_envs.game import _truncation
+
+    for n_flights, std, horizon in ((10, 45.0, "window"), (50, 15.0, "shift"), (300, 150.0, "day")):
+        game = make_game(GameConfig(n_flights=n_flights, arrival_std=std, horizon=horizon), 3)
+        edges = np.linspace(0.0, game.day_length, 25)
+        mean, std_, cutoff, latest = _truncation(game)
+        dist = stats.truncnorm((cutoff - mean) / std_, (latest - mean) / std_, loc=mean,
+                               scale=std_)
+        cdf = dist.cdf(game.departures[None, :] - edges[:, None])
+        expected = cdf[:-1] - cdf[1:]
+        expected[expected < 0] = 0.0
+        np.testing.assert_array_equal(arrival_window_probabilities(game, edges), expected)

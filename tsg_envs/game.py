@@ -36,6 +36,7 @@ __all__ = [
     "Game",
     "arrival_window_probabilities",
     "expected_arrivals_per_minute",
+    "truncated_normal_cdf",
 ]
 
 
@@ -522,14 +523,85 @@ def arrival_window_probabilities(game: Game, edges: np.ndarray) -> np.ndarray:
         probs[idx[inside], np.nonzero(inside)[0]] = 1.0
         return probs
     a, b = (cutoff - mean) / std, (latest - mean) / std
-    from scipy import stats  # here: importing scipy.stats costs about 0.3 s
-
-    dist = stats.truncnorm(a, b, loc=mean, scale=std)
     # arrival in [lo, hi)  <=>  X in (d - hi, d - lo]
-    cdf = dist.cdf(d - edges[:, None])  # (W+1, K): P(X <= d - edge)
+    cdf = truncated_normal_cdf(d - edges[:, None], a, b, mean, std)  # (W+1, K): P(X <= d - edge)
     probs = cdf[:-1] - cdf[1:]
     probs[probs < 0] = 0.0
     return probs
+
+
+def truncated_normal_cdf(x: np.ndarray, a: float, b: float, loc: float, scale: float
+                         ) -> np.ndarray:
+    """``scipy.stats.truncnorm(a, b, loc, scale).cdf(x)``, bit for bit, without ``scipy.stats``.
+
+    Importing ``scipy.stats`` costs about half a CPU second, in every process that builds an
+    environment (training runs, sealed submissions, tests). This is SciPy's own arithmetic
+    (``rv_continuous.cdf`` and ``truncnorm``'s ``_logcdf``, ``_logsf`` and ``_log_gauss_mass``,
+    SciPy 1.17) on :mod:`scipy.special`'s functions, so the window LP's expected counts are the
+    same numbers (``tests/test_game.py`` compares it with ``scipy.stats`` over random bounds and
+    points, and every registered id's probabilities).
+
+    Args:
+        x: Points.
+        a: Lower bound of the standard normal's truncation, a < b.
+        b: Upper bound.
+        loc: Location.
+        scale: Scale, > 0.
+    """
+    x = np.asarray(x)
+    z = np.asarray((x - loc) / scale, dtype=np.promote_types(x.dtype, np.float64))
+    inside = (a < z) & (z < b)
+    out = np.zeros(z.shape, z.dtype)
+    out[z >= b] = 1.0
+    if np.any(inside):
+        zi = z[inside]
+        ai, bi = np.full_like(zi, a), np.full_like(zi, b)
+        out[inside] = np.exp(_truncnorm_logcdf(zi, ai, bi))
+    return out
+
+
+def _truncnorm_logcdf(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    logcdf = np.asarray(_log_gauss_mass(a, x) - _log_gauss_mass(a, b))
+    i = logcdf > -0.1  # SciPy: avoid catastrophic cancellation
+    if np.any(i):
+        logcdf[i] = np.log1p(-np.exp(_truncnorm_logsf(x[i], a[i], b[i])))
+    return logcdf
+
+
+def _truncnorm_logsf(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    logsf = np.asarray(_log_gauss_mass(x, b) - _log_gauss_mass(a, b))
+    i = logsf > -0.1
+    if np.any(i):
+        logsf[i] = np.log1p(-np.exp(_truncnorm_logcdf(x[i], a[i], b[i])))
+    return logsf
+
+
+def _log_gauss_mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log(Φ(b) - Φ(a)), elementwise, as SciPy's ``truncnorm`` computes it.
+
+    In the left tail as the log of a difference, the right tail by symmetry, and across the
+    centre as log1p(-Φ(a) - Φ(-b)).
+    """
+    from scipy import special
+
+    def left(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        # log(exp(p) - exp(q)) as SciPy writes it: logsumexp(p, q + πi)
+        return special.logsumexp([special.log_ndtr(hi), special.log_ndtr(lo) + np.pi * 1j],
+                                 axis=0)
+
+    a, b = np.broadcast_arrays(a, b)
+    case_left = b <= 0
+    case_right = a > 0
+    case_central = ~(case_left | case_right)
+    out = np.full_like(a, fill_value=np.nan, dtype=np.complex128)
+    if a[case_left].size:
+        out[case_left] = left(a[case_left], b[case_left])
+    if a[case_right].size:
+        out[case_right] = left(-b[case_right], -a[case_right])
+    if a[case_central].size:
+        ac, bc = a[case_central], b[case_central]
+        out[case_central] = special.log1p(-special.ndtr(ac) - special.ndtr(-bc))
+    return np.real(out)
 
 
 def expected_arrivals_per_minute(game: Game, resolution: float = 1.0) -> tuple:
