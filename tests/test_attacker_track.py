@@ -301,6 +301,7 @@ def test_dqn_budget_is_counted_in_gradient_steps() -> None:
     assert dqn_config(200).eps_decay_steps == (cfg.warmup_steps + 2_000) // 2
 
 
+@pytest.mark.sealed  # a Ray cluster's start and sealed runs in its workers: CI's sealed tier
 def test_ray_backend_gives_the_local_attacker_digest(honest_doc) -> None:
     ray = pytest.importorskip("ray")
     try:

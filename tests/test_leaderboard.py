@@ -464,6 +464,7 @@ def test_verify_passes_on_a_fresh_result_and_fails_on_an_edited_one(
     assert "NOT VERIFIED" in capsys.readouterr().out and not is_verified(path)
 
 
+@pytest.mark.sealed  # a Ray cluster's start and sealed runs in its workers: CI's sealed tier
 def test_ray_backend_gives_the_local_digest(centre_doc: dict) -> None:
     ray = pytest.importorskip("ray")
     path = Path(centre_doc["submission"]["source"])
