@@ -519,16 +519,21 @@ class DayBatch:
         """The arrays a compiled step reads and updates in place (``tsg_envs.numba_vector``).
 
         (index, then times, categories, θ, κ and gaps passenger major (p + 1, n), then queues,
-        backlog, waits, history); after it has stepped every row, call :meth:`fused_stepped`.
+        backlog and waits row-last ((R, n), (R, n), (T, n)), then history (n, C)); after it has
+        stepped every row, call :meth:`fused_stepped`.
         """
-        # The compiled step reads C-contiguous arrays (a gather can leave the waits in Fortran
-        # order): the same values, laid out as it reads them.
+        # The compiled step runs its loops across the rows: it reads the queues, backlog and
+        # waits row-last, C-contiguous. The arrays the numpy step reads are then their
+        # transposed views (the same values; after a numpy step they are copied back once).
+        out = []
         for name in ("_queues", "_backlog", "_waits"):
-            arr = getattr(self, name)
+            arr = getattr(self, name).T
             if not arr.flags.c_contiguous:
-                setattr(self, name, np.ascontiguousarray(arr))
+                arr = np.ascontiguousarray(arr)
+                setattr(self, name, arr.T)
+            out.append(arr)
         return (self._index, self._times_t, self._cats_t, self._thetas_t, self._flights_t,
-                self._gaps_t, self._queues, self._backlog, self._waits, self._history)
+                self._gaps_t, *out, self._history)
 
     def fused_stepped(self) -> None:
         """A compiled step advanced every row by one passenger: update the waiting ones."""

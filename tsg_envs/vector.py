@@ -341,10 +341,13 @@ class ScreeningVectorEnv(VectorEnv):
         non-finite or huge entry, a proposal "raise" refuses, a day over: numpy raises).
         """
         nv = self._compiled
-        n, t = a.shape
+        n = self.num_envs
         days = self._days
         state = days.fused_state()
-        viol, executed, penalty = np.empty(n), np.empty((n, t)), np.empty(n)
+        # The executed actions and queues come back row-last (the kernels' layout): the infos
+        # are their (N, T) and (N, R) transposes.
+        viol, penalty, reward, wait, clock = np.empty((5, n))
+        executed = np.empty((self._t, n))
         if nv.check_rows_unchecked(
                 np.ascontiguousarray(a), state[0], state[2], *self._check_consts,
                 self._mode_code, self._penalty_per_unit, viol, executed, penalty,
@@ -354,10 +357,9 @@ class ScreeningVectorEnv(VectorEnv):
         if self.queue_mode == "sampled":  # drawn once every proposal has passed, as numpy
             u = np.array([cast(np.random.Generator, rng).random() for rng in self._rngs])
         obs = np.empty(self._obs.shape, dtype=np.float32)
-        reward, done, wait, clock = np.empty(n), np.empty(n, dtype=bool), np.empty(n), np.empty(n)
-        queues = np.empty((n, self._r))
-        team = np.empty(n, dtype=np.int64)
-        category, theta, flight = np.empty((3, n), dtype=np.int64)
+        done = np.empty(n, dtype=bool)
+        queues = np.empty((self._r, n))
+        team, category, theta, flight = np.empty((4, n), dtype=np.int64)
         ended = nv.advance_rows_unchecked(
             *state, *self._advance_consts, self._obs, self._onehot, self._positions,
             self._day_length, u, executed, penalty, obs, reward, done, queues, wait, team,
@@ -366,14 +368,14 @@ class ScreeningVectorEnv(VectorEnv):
         days.fused_stepped()
         self._autoreset = done
         self._pending = ended > 0
-        m = np.ones((10, n), dtype=bool)  # one mask per key (STEP_INFO_KEYS)
+        m0, m1, m2, m3, m4, m5, m6, m7, m8, m9 = np.ones((10, n), dtype=bool)  # one per key
         infos = {
-            "category": category, "_category": m[0], "theta": theta, "_theta": m[1],
-            "flight": flight, "_flight": m[2], "time": clock, "_time": m[3],
-            "queues": queues, "_queues": m[4], "wait": wait, "_wait": m[5],
-            "penalty": penalty, "_penalty": m[6], "proposed_violation": viol,
-            "_proposed_violation": m[7], "executed_action": executed,
-            "_executed_action": m[8], "team": team, "_team": m[9],
+            "category": category, "_category": m0, "theta": theta, "_theta": m1,
+            "flight": flight, "_flight": m2, "time": clock, "_time": m3,
+            "queues": queues.T, "_queues": m4, "wait": wait, "_wait": m5,
+            "penalty": penalty, "_penalty": m6, "proposed_violation": viol,
+            "_proposed_violation": m7, "executed_action": executed.T,
+            "_executed_action": m8, "team": team, "_team": m9,
         }
         return obs, reward, done.copy(), np.zeros(n, dtype=bool), infos
 
