@@ -184,9 +184,15 @@ def risk_edges(game: Game) -> np.ndarray:
     return cdf[:-1]
 
 
-def day_draws(game: Game, rngs: list[np.random.Generator]
+def day_draws(game: Game, rngs: list[np.random.Generator], stable: bool = True
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`draw_arrivals_batch` before its gathers.
+
+    Args:
+        game: The instance.
+        rngs: One generator per day.
+        stable: Whether the order must be the stable one; False: numpy's quick sort, the stable
+            order wherever a day's times are distinct (the caller fixes the days with a tie).
 
     Returns:
         Each day's arrival times in flight order (D, n) (not yet clipped to the day), their
@@ -205,7 +211,7 @@ def day_draws(game: Game, rngs: list[np.random.Generator]
     x = (_arrival_offsets(game, draws_kbn[0]) if std > 0
          else np.full((len(rngs), n), game.arrival_mean))
     times = game.departures[flights][None, :] - x
-    return times, _time_order(times), draws_kbn[-1]
+    return times, _time_order(times) if stable else np.argsort(times, axis=-1), draws_kbn[-1]
 
 
 def sample_arrivals_batch(game: Game, rngs: list[np.random.Generator]) -> list[Arrivals]:

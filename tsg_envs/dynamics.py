@@ -503,10 +503,17 @@ class DayBatch:
             raise ValueError(f"need one generator per reset row, got {len(rngs)} for "
                              f"{rows.shape[0]} rows")
         g = self.game
-        times, order, risk_u = day_draws(g, rngs)
-        arrange(times, order, risk_u, risk_edges(g), self._flight_of, g.n_flights,
-                float(g.day_length), rows, self._times_t, self._cats_t, self._thetas_t,
-                self._flights_t, self._gaps_t)
+        times, order, risk_u = day_draws(g, rngs, stable=False)
+        edges, length = risk_edges(g), float(g.day_length)
+        tied = np.zeros(rows.shape[0], dtype=np.bool_)
+        out = (self._times_t, self._cats_t, self._thetas_t, self._flights_t, self._gaps_t)
+        arrange(times, order, risk_u, edges, self._flight_of, g.n_flights, length, rows, *out,
+                tied)
+        if tied.any():  # days with equal times: again in the stable order (flight order first)
+            again = np.flatnonzero(tied)
+            arrange(times[again], np.argsort(times[again], axis=-1, kind="stable"),
+                    np.ascontiguousarray(risk_u[again]), edges, self._flight_of, g.n_flights,
+                    length, rows[again], *out, tied[again])
         self._index[rows] = 0
         self._queues[rows] = 0.0
         self._history[rows] = 0

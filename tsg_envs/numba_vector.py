@@ -442,7 +442,7 @@ def advance_rows(
 
 @cached_jit("void(float64[:, ::1], int64[:, ::1], float64[:, :], float64[::1], int64[::1], "
             "int64, float64, int64[::1], float64[:, ::1], int64[:, ::1], int64[:, ::1], "
-            "int64[:, ::1], float64[:, ::1])")
+            "int64[:, ::1], float64[:, ::1], boolean[::1])")
 def arrange_days(
     times: np.ndarray,
     order: np.ndarray,
@@ -457,6 +457,7 @@ def arrange_days(
     out_thetas: np.ndarray,
     out_flights: np.ndarray,
     out_gaps: np.ndarray,
+    out_tied: np.ndarray,
 ) -> None:
     """Write days into ``DayBatch``'s arrays: ``draw_arrivals_batch`` and ``DayBatch.reset``.
 
@@ -475,6 +476,8 @@ def arrange_days(
         out_thetas: its risk levels, the same layout.
         out_flights: its flights, the same layout.
         out_gaps: its gaps to the next arrival (0 after the last), the same layout.
+        out_tied: whether two of a day's arrival times are equal (in ``order``, adjacent):
+            its order may then differ from the stable one, which the caller passes again.
     """
     k, p = times.shape
     n_edges = edges.shape[0]
@@ -490,6 +493,8 @@ def arrange_days(
                     x = 0.0
                 if x > day_length:
                     x = day_length
+                if j > 0 and times[i, order[i, j - 1]] == times[i, src]:
+                    out_tied[i] = True
                 u = risk_u[i, src]
                 theta = 0
                 for jj in range(n_edges):
