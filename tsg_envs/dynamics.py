@@ -451,6 +451,7 @@ class DayBatch:
         # The index every row is at when all rows are at the same one (None: they are not): a
         # step then reads its passengers as columns instead of gathering them row by row.
         self._lockstep: int | None = p
+        self._fused: tuple[np.ndarray, ...] | None = None  # fused_state's arrays, once made
         self._clock = np.zeros(self.n)
         self._queues = np.zeros((self.n, r))
         self._history = np.zeros((self.n, game.n_categories), dtype=np.int64)
@@ -532,15 +533,18 @@ class DayBatch:
         # The compiled step runs its loops across the rows: it reads the queues, backlog and
         # waits row-last, C-contiguous. The arrays the numpy step reads are then their
         # transposed views (the same values; after a numpy step they are copied back once).
+        fused = self._fused
+        if (fused is not None and fused[0] is self._index and self._queues.base is fused[6]
+                and self._backlog.base is fused[7] and self._waits.base is fused[8]):
+            return fused  # as the last compiled step left them
         out = []
         for name in ("_queues", "_backlog", "_waits"):
-            arr = getattr(self, name).T
-            if not arr.flags.c_contiguous:
-                arr = np.ascontiguousarray(arr)
-                setattr(self, name, arr.T)
+            arr = np.array(getattr(self, name).T, order="C")  # its own copy
+            setattr(self, name, arr.T)
             out.append(arr)
-        return (self._index, self._times_t, self._cats_t, self._thetas_t, self._flights_t,
-                self._gaps_t, *out, self._history)
+        self._fused = (self._index, self._times_t, self._cats_t, self._thetas_t,
+                       self._flights_t, self._gaps_t, *out, self._history)
+        return self._fused
 
     def fused_stepped(self) -> None:
         """A compiled step advanced every row by one passenger: update the waiting ones."""

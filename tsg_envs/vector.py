@@ -154,6 +154,7 @@ class ScreeningVectorEnv(VectorEnv):
         )
         self._mode_code = ("project", "raise", "penalize").index(self.invalid_action)
         self._no_draws = np.empty(0)
+        self._true = np.ones((11, self.num_envs), dtype=bool)  # a step's done and info masks
         self._r = g.n_resources
         self._day_length = float(g.day_length)
         self._penalty_per_unit = float(self.violation_penalty)
@@ -341,13 +342,15 @@ class ScreeningVectorEnv(VectorEnv):
         non-finite or huge entry, a proposal "raise" refuses, a day over: numpy raises).
         """
         nv = self._compiled
-        n = self.num_envs
+        n, t, r = self.num_envs, self._t, self._r
         days = self._days
         state = days.fused_state()
-        # The executed actions and queues come back row-last (the kernels' layout): the infos
-        # are their (N, T) and (N, R) transposes.
-        viol, penalty, reward, wait, clock = np.empty((5, n))
-        executed = np.empty((self._t, n))
+        # One allocation per dtype: the float outputs (the executed actions and queues
+        # row-last, the kernels' layout; the infos are their (N, T) and (N, R) transposes),
+        # the int ones, and the terminations with one mask per info key.
+        floats = np.empty((5 + t + r, n))
+        viol, penalty, reward, wait, clock = floats[:5]
+        executed, queues = floats[5:5 + t], floats[5 + t:]
         if nv.check_rows_unchecked(
                 np.ascontiguousarray(a), state[0], state[2], *self._check_consts,
                 self._mode_code, self._penalty_per_unit, viol, executed, penalty,
@@ -357,9 +360,8 @@ class ScreeningVectorEnv(VectorEnv):
         if self.queue_mode == "sampled":  # drawn once every proposal has passed, as numpy
             u = np.array([cast(np.random.Generator, rng).random() for rng in self._rngs])
         obs = np.empty(self._obs.shape, dtype=np.float32)
-        done = np.empty(n, dtype=bool)
-        queues = np.empty((self._r, n))
         team, category, theta, flight = np.empty((4, n), dtype=np.int64)
+        done, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9 = self._true.copy()
         ended = nv.advance_rows_unchecked(
             *state, *self._advance_consts, self._obs, self._onehot, self._positions,
             self._day_length, u, executed, penalty, obs, reward, done, queues, wait, team,
@@ -368,7 +370,6 @@ class ScreeningVectorEnv(VectorEnv):
         days.fused_stepped()
         self._autoreset = done
         self._pending = ended > 0
-        m0, m1, m2, m3, m4, m5, m6, m7, m8, m9 = np.ones((10, n), dtype=bool)  # one per key
         infos = {
             "category": category, "_category": m0, "theta": theta, "_theta": m1,
             "flight": flight, "_flight": m2, "time": clock, "_time": m3,
