@@ -8,8 +8,12 @@ never imports numba. Compiled once per machine and cached, as :mod:`tsg_envs.num
 :meth:`ScreeningVectorEnv.step <tsg_envs.vector.ScreeningVectorEnv.step>` when no sub-environment
 autoresets (every step but one a day): the action check of every ``invalid_action`` mode and the
 α-projection, then :meth:`DayBatch.step <tsg_envs.dynamics.DayBatch.step>` in either queue mode
-and the observation, each one loop over the rows (two calls, so that sampled mode draws its
-uniforms only once every proposal has passed). The numpy vector step is
+and the observation (two calls, so that sampled mode draws its uniforms only once every
+proposal has passed). Their loops run across the rows, so that they vectorise: the queues,
+backlog, waits and executed actions are row-last ((R, N), (T, N); ``DayBatch.fused_state``),
+and each row's sums still add its terms one after another in their order; the rare rows that
+clip, renormalise to nothing, break their polytope or could cross it are then done one by one.
+The numpy vector step is
 the reference; this one makes the same decisions with the same elementwise operations, but sums
 its small products one term after another where numpy's batched products (BLAS, ``einsum``) sum
 in their own order, so the floats agree to rounding (``tests/test_vector_kernel.py``: relative

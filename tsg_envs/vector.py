@@ -12,9 +12,9 @@ sums in another order than a single one.
 With ``TSG_ENVS_KERNEL=numba`` (:mod:`tsg_envs.kernel`; ``env.kernel`` says which) the step and
 the reset's gather of the drawn days run compiled over every row (``tsg_envs.numba_vector``): the
 same days bit for bit, the same decisions, and floats equal to the numpy vector step's to
-rounding (``tests/test_vector_kernel.py``). It is about 1.5-2x faster at N = 256
-(``python -m benchmarks.envs --vector``); the default (``auto``) keeps the numpy step, whose
-numbers the committed results were made with.
+rounding (``tests/test_vector_kernel.py``). It is several times faster at N = 256 (both
+against ``SyncVectorEnv``: ``python -m benchmarks.envs --vector``); the default (``auto``) keeps
+the numpy step, whose numbers the committed results were made with.
 
 Autoreset follows Gymnasium's ``NEXT_STEP`` mode (``SyncVectorEnv``'s default): the step after a
 sub-environment terminates resets it, ignores its action, and returns its first observation with
