@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numba import njit
@@ -46,7 +46,7 @@ _TOL_REPROJECT = FEASIBILITY_TOL - 1e-12
 _HUGE = 1e150
 
 
-def cached_jit(signature: str, error_model: str = "python"
+def cached_jit(signature: str, error_model: Literal["python", "numpy"] = "python"
                ) -> Callable[[Callable[..., Any]], Any]:
     """``njit(signature)``, cached where numba can write a cache, else compiled uncached.
 
