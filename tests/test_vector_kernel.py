@@ -65,6 +65,11 @@ def _same_days(a, b) -> None:
         np.testing.assert_array_equal(getattr(da, name), getattr(db, name), err_msg=name)
     np.testing.assert_array_equal(da.index, db.index)
     np.testing.assert_array_equal(da.history, db.history)
+    # The compiled step keeps the queues row-last; DayBatch reads the same values.
+    for name in ("queues", "backlog", "team_waits"):
+        x, y = getattr(da, name), getattr(db, name)
+        assert x.shape == y.shape, name
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12, err_msg=name)
 
 
 def _close(out_a: tuple, out_b: tuple, what: str) -> None:

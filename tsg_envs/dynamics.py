@@ -451,6 +451,7 @@ class DayBatch:
         # The index every row is at when all rows are at the same one (None: they are not): a
         # step then reads its passengers as columns instead of gathering them row by row.
         self._lockstep: int | None = p
+        self._fused: tuple[np.ndarray, ...] | None = None  # fused_state's arrays, once made
         self._clock = np.zeros(self.n)
         self._queues = np.zeros((self.n, r))
         self._history = np.zeros((self.n, game.n_categories), dtype=np.int64)
@@ -503,10 +504,17 @@ class DayBatch:
             raise ValueError(f"need one generator per reset row, got {len(rngs)} for "
                              f"{rows.shape[0]} rows")
         g = self.game
-        times, order, risk_u = day_draws(g, rngs)
-        arrange(times, order, risk_u, risk_edges(g), self._flight_of, g.n_flights,
-                float(g.day_length), rows, self._times_t, self._cats_t, self._thetas_t,
-                self._flights_t, self._gaps_t)
+        times, order, risk_u = day_draws(g, rngs, stable=False)
+        edges, length = risk_edges(g), float(g.day_length)
+        tied = np.zeros(rows.shape[0], dtype=np.bool_)
+        out = (self._times_t, self._cats_t, self._thetas_t, self._flights_t, self._gaps_t)
+        arrange(times, order, risk_u, edges, self._flight_of, g.n_flights, length, rows, *out,
+                tied)
+        if tied.any():  # days with equal times: again in the stable order (flight order first)
+            again = np.flatnonzero(tied)
+            arrange(times[again], np.argsort(times[again], axis=-1, kind="stable"),
+                    np.ascontiguousarray(risk_u[again]), edges, self._flight_of, g.n_flights,
+                    length, rows[again], *out, tied[again])
         self._index[rows] = 0
         self._queues[rows] = 0.0
         self._history[rows] = 0
@@ -519,16 +527,24 @@ class DayBatch:
         """The arrays a compiled step reads and updates in place (``tsg_envs.numba_vector``).
 
         (index, then times, categories, θ, κ and gaps passenger major (p + 1, n), then queues,
-        backlog, waits, history); after it has stepped every row, call :meth:`fused_stepped`.
+        backlog and waits row-last ((R, n), (R, n), (T, n)), then history (n, C)); after it has
+        stepped every row, call :meth:`fused_stepped`.
         """
-        # The compiled step reads C-contiguous arrays (a gather can leave the waits in Fortran
-        # order): the same values, laid out as it reads them.
+        # The compiled step runs its loops across the rows: it reads the queues, backlog and
+        # waits row-last, C-contiguous. The arrays the numpy step reads are then their
+        # transposed views (the same values; after a numpy step they are copied back once).
+        fused = self._fused
+        if (fused is not None and fused[0] is self._index and self._queues.base is fused[6]
+                and self._backlog.base is fused[7] and self._waits.base is fused[8]):
+            return fused  # as the last compiled step left them
+        out = []
         for name in ("_queues", "_backlog", "_waits"):
-            arr = getattr(self, name)
-            if not arr.flags.c_contiguous:
-                setattr(self, name, np.ascontiguousarray(arr))
-        return (self._index, self._times_t, self._cats_t, self._thetas_t, self._flights_t,
-                self._gaps_t, self._queues, self._backlog, self._waits, self._history)
+            arr = np.array(getattr(self, name).T, order="C")  # its own copy
+            setattr(self, name, arr.T)
+            out.append(arr)
+        self._fused = (self._index, self._times_t, self._cats_t, self._thetas_t,
+                       self._flights_t, self._gaps_t, *out, self._history)
+        return self._fused
 
     def fused_stepped(self) -> None:
         """A compiled step advanced every row by one passenger: update the waiting ones."""

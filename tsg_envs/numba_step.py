@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numba import njit
@@ -46,19 +46,24 @@ _TOL_REPROJECT = FEASIBILITY_TOL - 1e-12
 _HUGE = 1e150
 
 
-def cached_jit(signature: str) -> Callable[[Callable[..., Any]], Any]:
-    """``njit(signature)``, cached where numba can write a cache, else compiled uncached."""
+def cached_jit(signature: str, error_model: Literal["python", "numpy"] = "python"
+               ) -> Callable[[Callable[..., Any]], Any]:
+    """``njit(signature)``, cached where numba can write a cache, else compiled uncached.
+
+    ``error_model="numpy"`` drops the check for a zero divisor before each float division
+    (IEEE results, the same for every divisor the caller guarantees non-zero).
+    """
 
     def wrap(fn: Callable[..., Any]) -> Any:
         try:
-            return njit(signature, cache=True, nogil=True)(fn)
+            return njit(signature, cache=True, nogil=True, error_model=error_model)(fn)
         except RuntimeError as exc:  # "cannot cache function ...: no locator available"
             if "cannot cache" not in str(exc):
                 raise
             warnings.warn(f"tsg_envs: numba cannot cache the compiled step ({exc}); it is "
                           "compiled in every process (set NUMBA_CACHE_DIR to a writable "
                           "directory to keep it)", RuntimeWarning, stacklevel=2)
-            return njit(signature, nogil=True)(fn)
+            return njit(signature, nogil=True, error_model=error_model)(fn)
 
     return wrap
 

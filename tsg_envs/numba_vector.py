@@ -8,8 +8,12 @@ never imports numba. Compiled once per machine and cached, as :mod:`tsg_envs.num
 :meth:`ScreeningVectorEnv.step <tsg_envs.vector.ScreeningVectorEnv.step>` when no sub-environment
 autoresets (every step but one a day): the action check of every ``invalid_action`` mode and the
 α-projection, then :meth:`DayBatch.step <tsg_envs.dynamics.DayBatch.step>` in either queue mode
-and the observation, each one loop over the rows (two calls, so that sampled mode draws its
-uniforms only once every proposal has passed). The numpy vector step is
+and the observation (two calls, so that sampled mode draws its uniforms only once every
+proposal has passed). Their loops run across the rows, so that they vectorise: the queues,
+backlog, waits and executed actions are row-last ((R, N), (T, N); ``DayBatch.fused_state``),
+and each row's sums still add its terms one after another in their order; the rare rows that
+clip, renormalise to nothing, break their polytope or could cross it are then done one by one.
+The numpy vector step is
 the reference; this one makes the same decisions with the same elementwise operations, but sums
 its small products one term after another where numpy's batched products (BLAS, ``einsum``) sum
 in their own order, so the floats agree to rounding (``tests/test_vector_kernel.py``: relative
@@ -44,33 +48,34 @@ PROJECT, RAISE, PENALIZE = 0, 1, 2
 #: Return codes: stepped, or nothing changed and the numpy path must take the step.
 OK, FALLBACK = 0, 1
 
-@cached_jit("float64(float64[::1], int64, float64[:, ::1], float64[:, ::1], float64[:, ::1])")
-def _excess(e: np.ndarray, c: int, coef: np.ndarray, b_risk: np.ndarray,
+@cached_jit("float64(float64[:, ::1], int64, int64, float64[:, ::1], float64[:, ::1], "
+            "float64[:, ::1])", error_model="numpy")
+def _excess(e: np.ndarray, i: int, c: int, coef: np.ndarray, b_risk: np.ndarray,
             efficacy: np.ndarray) -> float:
-    """Max over methods of a_m · e - b_m for category ``c``."""
+    """Max over methods of a_m · e - b_m for category ``c``, of column ``i`` of e (T, N)."""
     t, m = efficacy.shape
     worst = -np.inf
     for mm in range(m):
         s = 0.0
         for j in range(t):
-            s += efficacy[j, mm] * e[j]
+            s += efficacy[j, mm] * e[j, i]
         ex = coef[c, mm] * s - b_risk[c, mm]
         if ex > worst:
             worst = ex
     return worst
 
 
-@cached_jit("void(float64[::1], int64, float64[:, ::1], float64[:, ::1], float64[:, ::1], "
-            "float64[:, ::1])")
-def _project(e: np.ndarray, c: int, coef: np.ndarray, efficacy: np.ndarray,
+@cached_jit("void(float64[:, ::1], int64, int64, float64[:, ::1], float64[:, ::1], "
+            "float64[:, ::1], float64[:, ::1])", error_model="numpy")
+def _project(e: np.ndarray, i: int, c: int, coef: np.ndarray, efficacy: np.ndarray,
              centers: np.ndarray, centre_slack: np.ndarray) -> None:
-    """``ScreeningVectorEnv._project`` of one point of the simplex, in place."""
+    """``ScreeningVectorEnv._project`` of column ``i`` of e (T, N) (on the simplex), in place."""
     t, m = efficacy.shape
     alpha = 1.0
     for mm in range(m):
         s = 0.0
         for j in range(t):
-            s += efficacy[j, mm] * (e[j] - centers[c, j])
+            s += efficacy[j, mm] * (e[j, i] - centers[c, j])
         ad = coef[c, mm] * s
         if ad > 0.0:
             ratio = centre_slack[c, mm] / ad
@@ -82,7 +87,47 @@ def _project(e: np.ndarray, c: int, coef: np.ndarray, efficacy: np.ndarray,
             alpha = 0.0
         for j in range(t):
             y0 = centers[c, j]
-            e[j] = y0 + alpha * (e[j] - y0)
+            e[j, i] = y0 + alpha * (e[j, i] - y0)
+
+
+@cached_jit("void(float64[:, ::1], int64, int64, float64, float64, float64, float64, "
+            "float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], "
+            "float64[:, ::1], int64, float64, float64[:, ::1], float64[::1])",
+            error_model="numpy")
+def _special_row(a: np.ndarray, i: int, c: int, total: float, amin: float, rows: float,
+                 viol: float, coef: np.ndarray, b_risk: np.ndarray, efficacy: np.ndarray,
+                 row_scale: np.ndarray, centers: np.ndarray, centre_slack: np.ndarray,
+                 mode: int, vp: float, e: np.ndarray, out_penalty: np.ndarray) -> None:
+    """Row ``i``'s executed action (column ``i`` of e) and penalty, one entry at a time."""
+    t = a.shape[1]
+    dev = abs(total - 1.0)
+    bad = viol > _TOL
+    if amin >= 0.0:
+        sums = total
+        for j in range(t):
+            e[j, i] = a[i, j]
+    else:
+        sums = 0.0
+        for j in range(t):
+            v = a[i, j] if a[i, j] > 0.0 else 0.0
+            e[j, i] = v
+            sums += v
+    if sums <= 0.0:
+        for j in range(t):
+            e[j, i] = centers[c, j]
+    else:
+        for j in range(t):
+            e[j, i] = e[j, i] / sums
+    penalty = 0.0
+    if bad and mode == PENALIZE:
+        worst = _excess(e, i, c, coef, b_risk, efficacy)
+        penalty = vp * (worst if worst > 0.0 else 0.0)
+    out_penalty[i] = penalty
+    project = bad and mode == PROJECT
+    if not bad and (rows + row_scale[c] * dev * 2.0 > _TOL_REPROJECT or amin < 0.0):
+        project = _excess(e, i, c, coef, b_risk, efficacy) > _TOL
+    if project:
+        _project(e, i, c, coef, efficacy, centers, centre_slack)
 
 
 _CHECK_SIGNATURE = (
@@ -92,7 +137,7 @@ _CHECK_SIGNATURE = (
 )
 
 
-@cached_jit(_CHECK_SIGNATURE)
+@cached_jit(_CHECK_SIGNATURE, error_model="numpy")
 def check_rows(
     a: np.ndarray,
     index: np.ndarray,
@@ -113,6 +158,9 @@ def check_rows(
 
     Changes nothing but its outputs, so the caller can hand a :data:`FALLBACK` step (a
     non-finite or huge entry, a proposal ``"raise"`` refuses, a day over) to the numpy path.
+    Each loop runs across the rows (row-last arrays, so it vectorises), every row's sums
+    term by term in the order of its entries; the rows that clip, renormalise to nothing,
+    break their polytope or could cross it after renormalising are then handled one by one.
 
     Args:
         a: proposals, (N, T).
@@ -127,7 +175,7 @@ def check_rows(
         mode: the ``invalid_action`` code (:data:`PROJECT`, :data:`RAISE`, :data:`PENALIZE`).
         vp: the violation penalty per unit of excess (penalize mode).
         out_viol: each row's proposal violation.
-        out_exec: each row's executed action.
+        out_exec: the executed actions, team major (T, N).
         out_penalty: each row's penalty.
 
     Returns:
@@ -136,65 +184,62 @@ def check_rows(
     n, t = a.shape
     m = coef.shape[1]
     p = cats.shape[0] - 1
+    c = np.empty(n, dtype=np.int64)
     for i in range(n):
         k = index[i]
         if k >= p:
             return FALLBACK  # a day is over or never started: numpy raises
-        c = cats[k, i]
-        total = 0.0
-        amin = np.inf
+        c[i] = cats[k, i]
+    e = out_exec
+    total = np.zeros(n)
+    amin = np.full(n, np.inf)
+    finite = True
+    for i in range(n):  # the proposals, team major, into the executed actions' array
         for j in range(t):
-            v = a[i, j]
-            if not abs(v) <= _HUGE:  # NaN, inf or huge: the numpy path's business
-                return FALLBACK
-            total += v
-            if v < amin:
-                amin = v
-        rows = -np.inf
-        for mm in range(m):
-            s = 0.0
-            for j in range(t):
-                s += efficacy[j, mm] * a[i, j]
-            ex = coef[c, mm] * s - b_risk[c, mm]
-            if ex > rows:
-                rows = ex
-        dev = abs(total - 1.0)
-        viol = dev if dev > rows else rows
-        if -amin > viol:
-            viol = -amin
+            e[j, i] = a[i, j]
+    for j in range(t):
+        for i in range(n):
+            v = e[j, i]
+            finite &= abs(v) <= _HUGE  # NaN, inf or huge: the numpy path's business
+            total[i] += v
+            amin[i] = v if v < amin[i] else amin[i]
+    if not finite:
+        return FALLBACK
+    rows = np.full(n, -np.inf)
+    s = np.empty(n)
+    for mm in range(m):
+        s[:] = 0.0
+        for j in range(t):
+            w = efficacy[j, mm]
+            for i in range(n):
+                s[i] += w * e[j, i]
+        for i in range(n):
+            ex = coef[c[i], mm] * s[i] - b_risk[c[i], mm]
+            rows[i] = ex if ex > rows[i] else rows[i]
+    special = np.empty(n, dtype=np.bool_)
+    any_bad = False
+    for i in range(n):
+        dev = abs(total[i] - 1.0)
+        viol = dev if dev > rows[i] else rows[i]
+        if -amin[i] > viol:
+            viol = -amin[i]
         if not viol > 0.0:
             viol = 0.0
-        bad = viol > _TOL
-        if bad and mode == RAISE:
-            return FALLBACK
         out_viol[i] = viol
-        e = out_exec[i]
-        if amin >= 0.0:
-            sums = total
-            for j in range(t):
-                e[j] = a[i, j]
-        else:
-            sums = 0.0
-            for j in range(t):
-                v = a[i, j] if a[i, j] > 0.0 else 0.0
-                e[j] = v
-                sums += v
-        if sums <= 0.0:
-            for j in range(t):
-                e[j] = centers[c, j]
-        else:
-            for j in range(t):
-                e[j] = e[j] / sums
-        penalty = 0.0
-        if bad and mode == PENALIZE:
-            worst = _excess(e, c, coef, b_risk, efficacy)
-            penalty = vp * (worst if worst > 0.0 else 0.0)
-        out_penalty[i] = penalty
-        project = bad and mode == PROJECT
-        if not bad and (rows + row_scale[c] * dev * 2.0 > _TOL_REPROJECT or amin < 0.0):
-            project = _excess(e, c, coef, b_risk, efficacy) > _TOL
-        if project:
-            _project(e, c, coef, efficacy, centers, centre_slack)
+        out_penalty[i] = 0.0
+        bad = viol > _TOL
+        any_bad |= bad
+        special[i] = (bad or amin[i] < 0.0 or not total[i] > 0.0
+                      or rows[i] + row_scale[c[i]] * dev * 2.0 > _TOL_REPROJECT)
+    if any_bad and mode == RAISE:
+        return FALLBACK
+    for j in range(t):  # renormalise (the special rows are redone below)
+        for i in range(n):
+            e[j, i] = e[j, i] / total[i]
+    for i in range(n):
+        if special[i]:
+            _special_row(a, i, c[i], total[i], amin[i], rows[i], out_viol[i], coef, b_risk,
+                         efficacy, row_scale, centers, centre_slack, mode, vp, e, out_penalty)
     return OK
 
 
@@ -209,7 +254,7 @@ _ADVANCE_SIGNATURE = (
 )
 
 
-@cached_jit(_ADVANCE_SIGNATURE)
+@cached_jit(_ADVANCE_SIGNATURE, error_model="numpy")
 def advance_rows(
     index: np.ndarray,
     times: np.ndarray,
@@ -246,9 +291,10 @@ def advance_rows(
 ) -> int:
     """Screen every row's passenger with its executed action and write its observation.
 
-    ``DayBatch.step`` then ``ScreeningVectorEnv._observations``, row by row. The first ten
-    arguments are ``DayBatch.fused_state()``: the arrivals passenger major with their sentinel
-    (read), the rest updated in place.
+    ``DayBatch.step`` then ``ScreeningVectorEnv._observations``. The first ten arguments are
+    ``DayBatch.fused_state()``: the arrivals passenger major with their sentinel (read), the
+    queues, backlog and waits row-last, and the history, updated in place. Each loop runs
+    across the rows (so it vectorises), every row's sums term by term in their order.
 
     Args:
         index: each row's passenger index (N,).
@@ -257,9 +303,9 @@ def advance_rows(
         thetas: risk levels (P + 1, N).
         flights: flights (P + 1, N).
         gaps: gaps to the next arrival (P + 1, N).
-        queues: ξ (N, R).
-        backlog: ξ_r / f_r (N, R).
-        waits: team waits (N, T).
+        queues: ξ, resource major (R, N).
+        backlog: ξ_r / f_r, resource major (R, N).
+        waits: team waits, team major (T, N).
         history: h (N, C).
         members: team membership as floats (T, R).
         team_idx: each team's resource indices (T, W), smaller teams repeating a member.
@@ -272,12 +318,12 @@ def advance_rows(
             clock.
         day_length: the clock's scale, minutes.
         u: sampled mode: one U[0, 1) per row; expected mode: empty.
-        executed: :func:`check_rows`'s executed actions.
+        executed: :func:`check_rows`'s executed actions, team major (T, N).
         penalty: :func:`check_rows`'s penalties.
         out_obs: the observations (N, D).
         out_reward: the rewards.
         out_done: the terminations.
-        out_queues: the queues before this passenger's load (N, R).
+        out_queues: the queues before this passenger's load, resource major (R, N).
         out_wait: the passengers' waits.
         out_team: the drawn teams (-1 in expected mode).
         out_category: the next passenger's category (-1 after the last).
@@ -288,68 +334,83 @@ def advance_rows(
     Returns:
         How many rows' days ended with this step.
     """
-    n, t = executed.shape
+    t, n = executed.shape
     r = rates.shape[0]
     width = team_idx.shape[1]
     p = times.shape[0] - 1
-    sampled = u.shape[0] > 0
     o_cat, o_back, o_wait, o_hist, o_clock = layout[0], layout[1], layout[2], layout[3], layout[4]
     d = buf.shape[1]
-    ended = 0
+    e = executed
+    q = queues
+    c = np.empty(n, dtype=np.int64)
+    gap = np.empty(n)
     for i in range(n):
         k = index[i]
-        c = cats[k, i]
-        e = executed[i]
-        q = queues[i]
-        for rr in range(r):
-            out_queues[i, rr] = q[rr]
-        if sampled:
+        c[i] = cats[k, i]
+        gap[i] = gaps[k, i]
+    for rr in range(r):
+        for i in range(n):
+            out_queues[rr, i] = q[rr, i]
+    if u.shape[0] > 0:  # sampled: the first team whose cumulative weight passes u · Σπ
+        for i in range(n):
             cum = 0.0
             for j in range(t):
-                cum += e[j]
+                cum += e[j, i]
             threshold = u[i] * cum
             team = 0
             cum = 0.0
             for j in range(t):
-                cum += e[j]
+                cum += e[j, i]
                 if cum <= threshold:
                     team += 1
             if team > t - 1:
                 team = t - 1
-            wait = waits[i, team]
+            out_team[i] = team
+            out_wait[i] = waits[team, i]
             for rr in range(r):
-                q[rr] = q[rr] + members[team, rr]
-        else:
-            team = -1
-            wait = 0.0
-            for j in range(t):
-                wait += e[j] * waits[i, j]
-            for rr in range(r):
-                # Σ_t π_t m_{t,r} over the teams holding r (the others add exact zeros).
-                load = 0.0
-                for jj in range(holders.shape[1]):
-                    j = holders[rr, jj]
-                    if j >= 0:
-                        load += e[j]
-                q[rr] = q[rr] + load
-        out_team[i] = team
-        out_wait[i] = wait
-        out_reward[i] = -wait - penalty[i]
-        screened = history[i, c] + 1
-        history[i, c] = screened
-        gap = gaps[k, i]
-        for rr in range(r):
-            v = q[rr] - gap * rates[rr]
-            q[rr] = v if v >= 0.0 else 0.0
-            backlog[i, rr] = q[rr] / rates[rr]
+                q[rr, i] = q[rr, i] + members[team, rr]
+    else:
+        for i in range(n):
+            out_team[i] = -1
+            out_wait[i] = 0.0
         for j in range(t):
-            best = backlog[i, team_idx[j, 0]]
-            for jj in range(1, width):
-                v = backlog[i, team_idx[j, jj]]
-                if v > best:
-                    best = v
-            waits[i, j] = best
-        k += 1
+            for i in range(n):
+                out_wait[i] += e[j, i] * waits[j, i]
+        load = np.empty(n)
+        for rr in range(r):
+            # Σ_t π_t m_{t,r} over the teams holding r (the others add exact zeros).
+            load[:] = 0.0
+            for jj in range(holders.shape[1]):
+                j = holders[rr, jj]
+                if j >= 0:
+                    for i in range(n):
+                        load[i] += e[j, i]
+            for i in range(n):
+                q[rr, i] = q[rr, i] + load[i]
+    for i in range(n):
+        out_reward[i] = -out_wait[i] - penalty[i]
+    for rr in range(r):  # drain the gap to the next arrival
+        rate = rates[rr]
+        for i in range(n):
+            v = q[rr, i] - gap[i] * rate
+            v = v if v >= 0.0 else 0.0
+            q[rr, i] = v
+            backlog[rr, i] = v / rate
+    for j in range(t):
+        first = team_idx[j, 0]
+        for i in range(n):
+            waits[j, i] = backlog[first, i]
+        for jj in range(1, width):
+            col = team_idx[j, jj]
+            for i in range(n):
+                v = backlog[col, i]
+                waits[j, i] = v if v > waits[j, i] else waits[j, i]
+    ended = 0
+    for i in range(n):
+        ci = c[i]
+        screened = history[i, ci] + 1
+        history[i, ci] = screened
+        k = index[i] + 1
         index[i] = k
         out_done[i] = k >= p
         if k >= p:
@@ -361,28 +422,31 @@ def advance_rows(
         clock = times[k, i]
         out_time[i] = clock
         # The observation row: the screened category's history, the one-hot moved to the next
-        # passenger (none after the last), the minutes and the clock; then the row is copied.
-        row = buf[i]
-        row[o_hist + c] = np.float32(screened * inv_expected[c])
-        row[o_cat + c] = 0.0
+        # passenger (none after the last), the minutes and the clock.
+        buf[i, o_hist + ci] = np.float32(screened * inv_expected[ci])
+        buf[i, o_cat + ci] = 0.0
         if nxt >= 0:
-            row[o_cat + nxt] = 1.0
+            buf[i, o_cat + nxt] = 1.0
             onehot[i] = i * d + o_cat + nxt
         else:
             onehot[i] = i * d + o_cat
-        for rr in range(r):
-            row[o_back + rr] = np.float32(backlog[i, rr])
-        for j in range(t):
-            row[o_wait + j] = np.float32(waits[i, j])
         x = clock / day_length
-        row[o_clock] = np.float32(x if x <= 1.0 else 1.0)
-        out_obs[i, :] = row
+        buf[i, o_clock] = np.float32(x if x <= 1.0 else 1.0)
+    for rr in range(r):
+        for i in range(n):
+            buf[i, o_back + rr] = np.float32(backlog[rr, i])
+    for j in range(t):
+        for i in range(n):
+            buf[i, o_wait + j] = np.float32(waits[j, i])
+    for i in range(n):  # then every row is copied
+        for jj in range(d):
+            out_obs[i, jj] = buf[i, jj]
     return ended
 
 
 @cached_jit("void(float64[:, ::1], int64[:, ::1], float64[:, :], float64[::1], int64[::1], "
             "int64, float64, int64[::1], float64[:, ::1], int64[:, ::1], int64[:, ::1], "
-            "int64[:, ::1], float64[:, ::1])")
+            "int64[:, ::1], float64[:, ::1], boolean[::1])")
 def arrange_days(
     times: np.ndarray,
     order: np.ndarray,
@@ -397,6 +461,7 @@ def arrange_days(
     out_thetas: np.ndarray,
     out_flights: np.ndarray,
     out_gaps: np.ndarray,
+    out_tied: np.ndarray,
 ) -> None:
     """Write days into ``DayBatch``'s arrays: ``draw_arrivals_batch`` and ``DayBatch.reset``.
 
@@ -415,6 +480,8 @@ def arrange_days(
         out_thetas: its risk levels, the same layout.
         out_flights: its flights, the same layout.
         out_gaps: its gaps to the next arrival (0 after the last), the same layout.
+        out_tied: whether two of a day's arrival times are equal (in ``order``, adjacent):
+            its order may then differ from the stable one, which the caller passes again.
     """
     k, p = times.shape
     n_edges = edges.shape[0]
@@ -430,6 +497,8 @@ def arrange_days(
                     x = 0.0
                 if x > day_length:
                     x = day_length
+                if j > 0 and times[i, order[i, j - 1]] == times[i, src]:
+                    out_tied[i] = True
                 u = risk_u[i, src]
                 theta = 0
                 for jj in range(n_edges):

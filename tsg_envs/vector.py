@@ -12,9 +12,9 @@ sums in another order than a single one.
 With ``TSG_ENVS_KERNEL=numba`` (:mod:`tsg_envs.kernel`; ``env.kernel`` says which) the step and
 the reset's gather of the drawn days run compiled over every row (``tsg_envs.numba_vector``): the
 same days bit for bit, the same decisions, and floats equal to the numpy vector step's to
-rounding (``tests/test_vector_kernel.py``). It is about 1.5-2x faster at N = 256
-(``python -m benchmarks.envs --vector``); the default (``auto``) keeps the numpy step, whose
-numbers the committed results were made with.
+rounding (``tests/test_vector_kernel.py``). It is several times faster at N = 256 (both
+against ``SyncVectorEnv``: ``python -m benchmarks.envs --vector``); the default (``auto``) keeps
+the numpy step, whose numbers the committed results were made with.
 
 Autoreset follows Gymnasium's ``NEXT_STEP`` mode (``SyncVectorEnv``'s default): the step after a
 sub-environment terminates resets it, ignores its action, and returns its first observation with
@@ -154,6 +154,7 @@ class ScreeningVectorEnv(VectorEnv):
         )
         self._mode_code = ("project", "raise", "penalize").index(self.invalid_action)
         self._no_draws = np.empty(0)
+        self._true = np.ones((11, self.num_envs), dtype=bool)  # a step's done and info masks
         self._r = g.n_resources
         self._day_length = float(g.day_length)
         self._penalty_per_unit = float(self.violation_penalty)
@@ -341,10 +342,15 @@ class ScreeningVectorEnv(VectorEnv):
         non-finite or huge entry, a proposal "raise" refuses, a day over: numpy raises).
         """
         nv = self._compiled
-        n, t = a.shape
+        n, t, r = self.num_envs, self._t, self._r
         days = self._days
         state = days.fused_state()
-        viol, executed, penalty = np.empty(n), np.empty((n, t)), np.empty(n)
+        # One allocation per dtype: the float outputs (the executed actions and queues
+        # row-last, the kernels' layout; the infos are their (N, T) and (N, R) transposes),
+        # the int ones, and the terminations with one mask per info key.
+        floats = np.empty((5 + t + r, n))
+        viol, penalty, reward, wait, clock = floats[:5]
+        executed, queues = floats[5:5 + t], floats[5 + t:]
         if nv.check_rows_unchecked(
                 np.ascontiguousarray(a), state[0], state[2], *self._check_consts,
                 self._mode_code, self._penalty_per_unit, viol, executed, penalty,
@@ -354,10 +360,8 @@ class ScreeningVectorEnv(VectorEnv):
         if self.queue_mode == "sampled":  # drawn once every proposal has passed, as numpy
             u = np.array([cast(np.random.Generator, rng).random() for rng in self._rngs])
         obs = np.empty(self._obs.shape, dtype=np.float32)
-        reward, done, wait, clock = np.empty(n), np.empty(n, dtype=bool), np.empty(n), np.empty(n)
-        queues = np.empty((n, self._r))
-        team = np.empty(n, dtype=np.int64)
-        category, theta, flight = np.empty((3, n), dtype=np.int64)
+        team, category, theta, flight = np.empty((4, n), dtype=np.int64)
+        done, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9 = self._true.copy()
         ended = nv.advance_rows_unchecked(
             *state, *self._advance_consts, self._obs, self._onehot, self._positions,
             self._day_length, u, executed, penalty, obs, reward, done, queues, wait, team,
@@ -366,14 +370,13 @@ class ScreeningVectorEnv(VectorEnv):
         days.fused_stepped()
         self._autoreset = done
         self._pending = ended > 0
-        m = np.ones((10, n), dtype=bool)  # one mask per key (STEP_INFO_KEYS)
         infos = {
-            "category": category, "_category": m[0], "theta": theta, "_theta": m[1],
-            "flight": flight, "_flight": m[2], "time": clock, "_time": m[3],
-            "queues": queues, "_queues": m[4], "wait": wait, "_wait": m[5],
-            "penalty": penalty, "_penalty": m[6], "proposed_violation": viol,
-            "_proposed_violation": m[7], "executed_action": executed,
-            "_executed_action": m[8], "team": team, "_team": m[9],
+            "category": category, "_category": m0, "theta": theta, "_theta": m1,
+            "flight": flight, "_flight": m2, "time": clock, "_time": m3,
+            "queues": queues.T, "_queues": m4, "wait": wait, "_wait": m5,
+            "penalty": penalty, "_penalty": m6, "proposed_violation": viol,
+            "_proposed_violation": m7, "executed_action": executed.T,
+            "_executed_action": m8, "team": team, "_team": m9,
         }
         return obs, reward, done.copy(), np.zeros(n, dtype=bool), infos
 
