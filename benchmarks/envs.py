@@ -264,23 +264,14 @@ def vector_speeds(
     and reset (drawing the next day's arrivals) is inside it; CPU time; ratio of the totals.
     Both sides step once before (loading their compiled kernels, where numba is installed).
     """
-    import os
-
-    from tsg_envs.kernel import KERNEL_ENV_VAR, kernel_name
+    from tsg_envs.kernel import chosen, kernel_name
 
     if kernel_name("auto") != "numba":
         kernels = tuple(k for k in kernels if k != "numba")
     rows = []
     for n, kernel in ((n, k) for n in sizes for k in kernels):
-        old = os.environ.get(KERNEL_ENV_VAR)
-        os.environ[KERNEL_ENV_VAR] = kernel
-        try:
+        with chosen(kernel):
             native = gym.make_vec(env_id, num_envs=n)
-        finally:
-            if old is None:
-                del os.environ[KERNEL_ENV_VAR]
-            else:
-                os.environ[KERNEL_ENV_VAR] = old
         sync = gym.make_vec(env_id, num_envs=n, vectorization_mode="sync")
         polys = native.polytopes
         rng = np.random.default_rng(seed)

@@ -15,8 +15,6 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import gymnasium as gym
@@ -33,17 +31,7 @@ needs_numba = pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@contextmanager
-def _kernel(name: str) -> Iterator[None]:
-    old = os.environ.get(kernel.KERNEL_ENV_VAR)
-    os.environ[kernel.KERNEL_ENV_VAR] = name
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[kernel.KERNEL_ENV_VAR]
-        else:
-            os.environ[kernel.KERNEL_ENV_VAR] = old
+_kernel = kernel.chosen  # TSG_ENVS_KERNEL while an environment is made
 
 
 def _pair(env_id: str = "tsg/Screening-v1", **kwargs) -> tuple[gym.Env, gym.Env]:

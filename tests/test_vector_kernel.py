@@ -16,8 +16,6 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import gymnasium as gym
@@ -36,17 +34,7 @@ ENV_ID = "tsg/Screening-Window-5F-v1"
 DISCRETE = ("category", "theta", "flight", "team")
 
 
-@contextmanager
-def _kernel(name: str) -> Iterator[None]:
-    old = os.environ.get(kernel.KERNEL_ENV_VAR)
-    os.environ[kernel.KERNEL_ENV_VAR] = name
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[kernel.KERNEL_ENV_VAR]
-        else:
-            os.environ[kernel.KERNEL_ENV_VAR] = old
+_kernel = kernel.chosen  # TSG_ENVS_KERNEL while an environment is made
 
 
 def _pair(n: int, env_id: str = ENV_ID, **kwargs) -> tuple[gym.vector.VectorEnv, ...]:

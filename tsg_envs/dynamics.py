@@ -484,6 +484,10 @@ class DayBatch:
         self._thetas[rows, :-1] = arrivals.thetas
         self._flights[rows, :-1] = arrivals.flights
         self._gaps[rows, :-1] = np.diff(self._times[rows], axis=1)
+        self._restart(rows)
+
+    def _restart(self, rows: np.ndarray) -> None:
+        """Put ``rows`` (their days just written) at their first passenger, queues empty."""
         self._index[rows] = 0
         self._queues[rows] = 0.0
         self._history[rows] = 0
@@ -515,13 +519,7 @@ class DayBatch:
             arrange(times[again], np.argsort(times[again], axis=-1, kind="stable"),
                     np.ascontiguousarray(risk_u[again]), edges, self._flight_of, g.n_flights,
                     length, rows[again], *out, tied[again])
-        self._index[rows] = 0
-        self._queues[rows] = 0.0
-        self._history[rows] = 0
-        first = int(self._index[0])
-        self._lockstep = first if bool((self._index == first).all()) else None
-        self._refresh()
-        self._gather()
+        self._restart(rows)
 
     def fused_state(self) -> tuple[np.ndarray, ...]:
         """The arrays a compiled step reads and updates in place (``tsg_envs.numba_vector``).

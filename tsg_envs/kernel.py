@@ -40,12 +40,15 @@ at an environment's first step.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
 import os
+from collections.abc import Iterator
 from typing import Any, Literal
 
-__all__ = ["KERNEL_ENV_VAR", "KernelName", "kernel_name", "load_kernel", "load_vector_kernel",
-           "vector_kernel_name"]
+__all__ = ["KERNEL_ENV_VAR", "KernelName", "chosen", "kernel_name", "load_kernel",
+           "load_vector_kernel", "vector_kernel_name"]
 
 #: The environment variable that picks the implementation (``auto``, ``numpy`` or ``numba``).
 KERNEL_ENV_VAR = "TSG_ENVS_KERNEL"
@@ -102,14 +105,7 @@ def load_kernel() -> Any:
     Raises:
         ImportError: numba is not installed (``pip install tsg-envs[fast]``).
     """
-    try:
-        from tsg_envs import numba_step
-    except ImportError as exc:  # numba missing or broken
-        raise ImportError(
-            f"{KERNEL_ENV_VAR}=numba needs numba (pip install 'tsg-envs[fast]'): {exc}"
-        ) from exc
-    return numba_step
-
+    return _import_compiled("numba_step")
 
 
 def load_vector_kernel() -> Any:
@@ -120,10 +116,32 @@ def load_vector_kernel() -> Any:
     Raises:
         ImportError: numba is not installed (``pip install tsg-envs[fast]``).
     """
+    return _import_compiled("numba_vector")
+
+
+def _import_compiled(module: str) -> Any:
     try:
-        from tsg_envs import numba_vector
+        return importlib.import_module(f"tsg_envs.{module}")
     except ImportError as exc:  # numba missing or broken
         raise ImportError(
             f"{KERNEL_ENV_VAR}=numba needs numba (pip install 'tsg-envs[fast]'): {exc}"
         ) from exc
-    return numba_vector
+
+
+@contextlib.contextmanager
+def chosen(choice: str) -> Iterator[None]:
+    """Set ``TSG_ENVS_KERNEL`` to ``choice`` while environments are made, then restore it.
+
+    The variable is read when an environment is made, so an environment made inside keeps its
+    implementation afterwards (the benchmarks and tests make both kinds side by side).
+    """
+    kernel_name(choice)  # validates
+    old = os.environ.get(KERNEL_ENV_VAR)
+    os.environ[KERNEL_ENV_VAR] = choice
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(KERNEL_ENV_VAR, None)
+        else:
+            os.environ[KERNEL_ENV_VAR] = old
