@@ -137,27 +137,6 @@ class ScreeningVectorEnv(VectorEnv):
         # TSG_ENVS_KERNEL=numba asks for it (it agrees with numpy to rounding, not bit for bit).
         self.kernel: KernelName = vector_kernel_name()
         self._compiled: Any = None  # tsg_envs.numba_vector, loaded at the first reset or step
-        lay = self.obs_layout
-        self._positions = np.array([lay[k].start for k in ("category", "backlog", "waits",
-                                                           "history", "clock")], dtype=np.int64)
-        # Own C-contiguous, writeable copies: the compiled calls skip numba's type matching.
-        f64 = np.float64
-        self._check_consts = tuple(np.array(x, dtype=f64, order="C") for x in (
-            self._risk_coef, self._b_risk, g.team_efficacy, self._row_scale, self._centers,
-            self._centre_slack_t.T))
-        self._advance_consts = (
-            np.array(g.team_members, dtype=f64, order="C"),
-            np.array(team_index(g), dtype=np.int64, order="C"),
-            _holders(g.team_members),
-            np.array(g.rates, dtype=f64, order="C"),
-            np.array(self._inv_expected, dtype=f64, order="C"),
-        )
-        self._mode_code = ("project", "raise", "penalize").index(self.invalid_action)
-        self._no_draws = np.empty(0)
-        self._true = np.ones((11, self.num_envs), dtype=bool)  # a step's done and info masks
-        self._r = g.n_resources
-        self._day_length = float(g.day_length)
-        self._penalty_per_unit = float(self.violation_penalty)
 
     # Public helpers -------------------------------------------------------------------------
     def polytope(self, c: int) -> Polytope:
@@ -279,7 +258,7 @@ class ScreeningVectorEnv(VectorEnv):
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """:meth:`step` when no sub-environment autoresets (every step but one a day)."""
         n = self.num_envs
-        if self._compiled is not None or self._load_compiled() is not None:
+        if self.kernel == "numba" and self._load_compiled() is not None:
             out = self._step_compiled(a)
             if out is not None:
                 return out
@@ -325,7 +304,33 @@ class ScreeningVectorEnv(VectorEnv):
             return None
         if self._compiled is None:
             self._compiled = kernel_mod.load_vector_kernel()
+            self._prepare_compiled()
         return self._compiled
+
+    def _prepare_compiled(self) -> None:
+        """The constants the compiled calls take (made once, with the kernel's first load)."""
+        g = self.game
+        lay = self.obs_layout
+        self._positions = np.array([lay[k].start for k in ("category", "backlog", "waits",
+                                                           "history", "clock")], dtype=np.int64)
+        # Own C-contiguous, writeable copies: the compiled calls skip numba's type matching.
+        f64 = np.float64
+        self._check_consts = tuple(np.array(x, dtype=f64, order="C") for x in (
+            self._risk_coef, self._b_risk, g.team_efficacy, self._row_scale, self._centers,
+            self._centre_slack_t.T))
+        self._advance_consts = (
+            np.array(g.team_members, dtype=f64, order="C"),
+            np.array(team_index(g), dtype=np.int64, order="C"),
+            _holders(g.team_members),
+            np.array(g.rates, dtype=f64, order="C"),
+            np.array(self._inv_expected, dtype=f64, order="C"),
+        )
+        self._mode_code = ("project", "raise", "penalize").index(self.invalid_action)
+        self._no_draws = np.empty(0)
+        self._true = np.ones((11, self.num_envs), dtype=bool)  # a step's done and info masks
+        self._r = g.n_resources
+        self._day_length = float(g.day_length)
+        self._penalty_per_unit = float(self.violation_penalty)
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable: the compiled module is not; it is loaded again when next needed."""
