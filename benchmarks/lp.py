@@ -249,7 +249,9 @@ class LPStages:
 
     Attributes:
         path: ``"reference"`` (``SolverPath(reference=True)`` and one centre LP + QP per
-            category: the code before the fast path) or ``"fast"`` (the default).
+            category: the code before the fast path), ``"fast"`` (the default) or ``"lean"``
+            (the default with ``SolverPath(lean_qp=True)``: the last stage's first Clarabel run
+            without iterative refinement; opt-in, as it moves the policy in its last digits).
         seconds: Stage key of :data:`LP_STAGES` -> process CPU seconds.
         policy_diff: Largest |π - π_reference| of the LP's policy (0 on the reference row).
         psi_diff: Largest |ψ - ψ_reference|.
@@ -264,9 +266,9 @@ class LPStages:
 
 
 def lp_stages(env_id: str = "tsg/Screening-Day-300F-v1") -> list[LPStages]:
-    """CPU seconds per stage of constructing ``env_id``, on the reference and the fast path.
+    """CPU seconds per stage of constructing ``env_id``: the reference, fast and lean paths.
 
-    Both run in this process, one after the other, on a fresh copy of the game (no cache). The
+    All run in this process, one after the other, on a fresh copy of the game (no cache). The
     stages are timed by wrapping the functions that run them (process CPU time, so other load on
     the machine counts only through caches and memory bandwidth).
     """
@@ -279,7 +281,8 @@ def lp_stages(env_id: str = "tsg/Screening-Day-300F-v1") -> list[LPStages]:
     rows: list[LPStages] = []
     ref: tuple[WindowLPSolution, np.ndarray] | None = None
     for label, path, batched in (("reference", SolverPath(reference=True), False),
-                                 ("fast", SolverPath(), True)):
+                                 ("fast", SolverPath(), True),
+                                 ("lean", SolverPath(lean_qp=True), True)):
         seconds, sol, env = _timed_construction(kwargs, path, batched)
         if ref is None:
             ref = (sol, env.polytopes.centers)
@@ -357,15 +360,26 @@ def _timed_construction(
 def format_lp_stages(rows: list[LPStages]) -> str:
     """Markdown table of :func:`lp_stages`: CPU seconds per stage, before and after."""
     ref, fast = (next(r for r in rows if r.path == p) for p in ("reference", "fast"))
-    lines = ["| stage | reference path (before), CPU s | fast path, CPU s | speed-up |",
-             "|---|---:|---:|---:|"]
+    lean = next((r for r in rows if r.path == "lean"), None)
+    head = "| stage | reference path (before), CPU s | fast path (default), CPU s | speed-up |"
+    rule = "|---|---:|---:|---:|"
+    if lean is not None:
+        head += " lean QP (opt-in), CPU s |"
+        rule += "---:|"
+    lines = [head, rule]
     for key, label in LP_STAGES.items():
         a, b = ref.seconds[key], fast.seconds[key]
         bold = "**" if key == "total" else ""
-        lines.append(f"| {bold}{label}{bold} | {a:.2f} | {bold}{b:.2f}{bold} "
-                     f"| {a / b if b > 0 else float('inf'):.1f}x |")
+        line = (f"| {bold}{label}{bold} | {a:.2f} | {bold}{b:.2f}{bold} "
+                f"| {a / b if b > 0 else float('inf'):.1f}x |")
+        if lean is not None:
+            line += f" {lean.seconds[key]:.2f} |"
+        lines.append(line)
     lines.append("")
     lines.append(f"The fast path's LP agrees with the reference path's: policy to "
                  f"{fast.policy_diff:.1e}, ψ to {fast.psi_diff:.1e}; polytope centres to "
                  f"{fast.centre_diff:.1e}.")
+    if lean is not None:
+        lines.append(f"The lean QP's: policy to {lean.policy_diff:.1e}, ψ to "
+                     f"{lean.psi_diff:.1e}.")
     return "\n".join(lines)

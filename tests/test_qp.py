@@ -70,3 +70,39 @@ def test_polish_refuses_a_wrong_active_set() -> None:
     s, z = np.array([0.0, 1.0, 0.0, 1.0]), np.array([1.0, 0.0, 1.0, 0.0])
     np.testing.assert_allclose(qp._polish(h, c, a, rl, rh, cl, ch, s, z), [1.25, 0.25, 0.75],
                                atol=1e-14)
+
+
+def _spied_solve(monkeypatch, args, refuse: int, **kw):
+    # Record each Clarabel run's (tolerance, refine) and refuse the first ``refuse`` polishes.
+    runs: list[tuple[float, bool]] = []
+    real_clarabel, real_polish = qp._clarabel, qp._polish
+
+    def clarabel(*a, refine=True):
+        runs.append((a[-1], refine))
+        return real_clarabel(*a, refine=refine)
+
+    def polish(*a):
+        return None if len(runs) <= refuse else real_polish(*a)
+
+    monkeypatch.setattr(qp, "_clarabel", clarabel)
+    monkeypatch.setattr(qp, "_polish", polish)
+    return qp.solve_qp(*args, **kw), runs
+
+
+def test_lean_polish_is_the_exact_kkt_point_from_one_unrefined_run(monkeypatch) -> None:
+    x, runs = _spied_solve(monkeypatch, _box_qp(), refuse=0, lean=True)
+    np.testing.assert_allclose(x, [1.25, 0.25, 0.75], atol=1e-14)
+    assert runs == [(qp.POLISH_TOL, False)]
+    x, runs = _spied_solve(monkeypatch, _box_qp(), refuse=0)
+    assert runs == [(qp.POLISH_TOL, True)]  # the default: one refined run
+
+
+def test_lean_polish_falls_back_to_the_refined_run_then_the_reference(monkeypatch) -> None:
+    # The unrefined run's set refused: the refined run's set is tried; both refused: Clarabel
+    # alone to QP_TOL. Each answer is still the hand solution.
+    x, runs = _spied_solve(monkeypatch, _box_qp(), refuse=1, lean=True)
+    assert runs == [(qp.POLISH_TOL, False), (qp.POLISH_TOL, True)]
+    np.testing.assert_allclose(x, [1.25, 0.25, 0.75], atol=1e-14)
+    x, runs = _spied_solve(monkeypatch, _box_qp(), refuse=2, lean=True)
+    assert runs == [(qp.POLISH_TOL, False), (qp.POLISH_TOL, True), (qp.QP_TOL, True)]
+    np.testing.assert_allclose(x, [1.25, 0.25, 0.75], atol=1e-9)
