@@ -121,11 +121,12 @@ class SolverPath:
             instead of Clarabel to 1e-9 and the exact solve of its active set.
         lean_qp: The last stage's Clarabel run first without iterative refinement
             (``tsg_envs.qp.solve_qp(lean=True)``): on the 300-flight day the construction
-            takes about 1.3 CPU s less. Off by default: on about a fifth of the registered ids
-            it polishes a window exactly where the default falls back to Clarabel at 1e-13, so
-            the policy moves (by at most 2.4e-10 there), and every result computed from the LP
-            with it (α-DDPG's training above all, which amplifies any change) would differ
-            from the committed ones.
+            takes about a quarter less CPU (``python -m benchmarks.envs --lp-stages``). Off by
+            default: on some ids it polishes a window exactly where the default falls back to
+            Clarabel at 1e-13, so the policy moves in its last digits there (within the
+            agreement the tests ask of every path), and results computed from the LP with it
+            (α-DDPG's training above all, which amplifies any change) would differ from the
+            committed ones.
     """
 
     solver: str | None = None

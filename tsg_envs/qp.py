@@ -74,8 +74,8 @@ def solve_qp(
             systems (its iterations cost about 40 % less); the refined run follows only where
             the active set that one names fails the KKT check. Where the refined run alone
             would have fallen back to the reference path, the lean one often names the exact
-            set, so the result moves by that path's error (up to 2.4e-10 on the registered
-            ids): see :class:`tsg_envs.lp.SolverPath`.
+            set, so the result moves by that path's error: see
+            :class:`tsg_envs.lp.SolverPath`.
 
     Returns:
         x, (n,).
