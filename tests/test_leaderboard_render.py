@@ -1,8 +1,8 @@
 """Leaderboard rendering: LEADERBOARD.md and the static page hold every result.
 
-The page test opens the HTML in headless Chromium (Debian's ``chromium`` package; ``.ci/run``
-installs it) and reads the DOM after the page's script built and sorted the tables. Without
-Chromium it skips and says how to get it.
+The page test (in the docs tier, ``pytest -m docs``, which CI runs) opens the HTML in headless
+Chromium (Debian's ``chromium`` package; ``.ci/run`` installs it) and reads the DOM after the
+page's script built and sorted the tables. Without Chromium it fails and says how to get it.
 """
 
 from __future__ import annotations
@@ -116,10 +116,11 @@ def test_markdown_of_no_results_is_still_a_page() -> None:
     assert render_markdown([]).startswith("# Leaderboard")
 
 
+@pytest.mark.docs  # a browser: the docs tier, with the docs site's page tests
 def test_page_in_headless_chromium(results: Path, tmp_path: Path) -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
-        pytest.skip(
+        pytest.fail(
             "headless Chromium not found: install Debian's chromium package "
             "(sudo apt-get install chromium) to run the leaderboard page test; .ci/run does"
         )

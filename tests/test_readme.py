@@ -3,7 +3,9 @@
 Every number block of the README and of the docs pages (``<!-- name:begin -->`` ... ``<!--
 name:end -->``, each in whichever page shows it) and the whole of LEADERBOARD.md is regenerated
 from the committed results files and compared with the files (``python -m experiments.readme``
-rewrites them; ``python -m leaderboard readme`` the leaderboard's own blocks).
+rewrites them; ``python -m leaderboard readme`` the leaderboard's own blocks). The whole check
+is in the docs tier (``pytest -m docs``, which CI runs); the leaderboard's own blocks are checked
+in the default tier too.
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from experiments import readme
 from leaderboard import readme as board_readme
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.docs  # every block of every page regenerated (about 14 CPU s): the docs tier
 def test_readme_and_leaderboard_match_their_sources() -> None:
     assert readme.check(ROOT) == [], "run: python -m experiments.readme"
 
