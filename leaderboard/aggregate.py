@@ -74,7 +74,10 @@ def iqm_interval(
         low = high = point  # nothing to resample
     else:
         gen = np.random.default_rng(seed)
-        idx = np.stack([gen.choice(runs, (runs, tasks), replace=True) for _ in range(reps)])
+        # rliable draws generator.choice(runs, (runs, tasks)) once per replication; that is
+        # generator.integers(0, runs, (runs, tasks)), and numpy's bounded integers are the same
+        # stream drawn in one call or many (a test holds the two equal), so draw them all at once.
+        idx = gen.integers(0, runs, size=(reps, runs, tasks))
         res = scores[idx, np.arange(tasks)]  # (reps, runs, tasks)
         flat = res.reshape(reps, -1)
         cut = int(0.25 * flat.shape[1])  # scipy's trim_mean, row by row

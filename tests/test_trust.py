@@ -229,6 +229,18 @@ def test_the_vectorised_bootstrap_is_rliables():
         assert iqm_interval(scores, reps=300, seed=1) == rliable_interval(scores, reps=300, seed=1)
 
 
+@settings(max_examples=40, deadline=None)
+@given(runs=st.integers(1, 40), tasks=st.integers(1, 6), reps=st.integers(1, 30),
+       seed=st.integers(0, 2**32 - 1))
+def test_one_call_draws_the_replications_rliable_draws_one_by_one(runs, tasks, reps, seed):
+    # What iqm_interval relies on: choice(runs, shape) once per replication (rliable's draws) is
+    # integers(0, runs, (reps, runs, tasks)) in one call, and leaves the generator where it was.
+    one_by_one, at_once = np.random.default_rng(seed), np.random.default_rng(seed)
+    draws = np.stack([one_by_one.choice(runs, (runs, tasks), replace=True) for _ in range(reps)])
+    np.testing.assert_array_equal(draws, at_once.integers(0, runs, size=(reps, runs, tasks)))
+    assert one_by_one.integers(0, 2**62) == at_once.integers(0, 2**62)
+
+
 # Planted checkpoints ---------------------------------------------------------------------------
 class _Planted:
     """Runs ``Path(marker).touch()`` when unpickled."""
