@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
-from tsg_envs.kernel import KERNEL_ENV_VAR, kernel_name
+from tsg_envs.kernel import KERNEL_ENV_VAR, chosen, kernel_name
 
 #: The repository's root (the child processes start there).
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,20 +108,6 @@ def _timed_block(
     return elapsed
 
 
-@contextmanager
-def _kernel(name: str) -> Iterator[None]:
-    """Make environments with ``TSG_ENVS_KERNEL=name`` inside the block."""
-    old = os.environ.get(KERNEL_ENV_VAR)
-    os.environ[KERNEL_ENV_VAR] = name
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[KERNEL_ENV_VAR]
-        else:
-            os.environ[KERNEL_ENV_VAR] = old
-
-
 def speed_kernels() -> tuple[str, ...]:
     """The step implementations measured here: numpy, and numba when it is installed."""
     return ("numpy", "numba") if kernel_name("auto") == "numba" else ("numpy",)
@@ -176,7 +161,7 @@ def compare_env_speed(config: BenchConfig = DEFAULT_CONFIG,
     rng = np.random.default_rng(config.seed)
     envs = []
     for name in kernels:
-        with _kernel(name):
+        with chosen(name):
             envs.append(gym.make(config.env_id))
         if envs[-1].unwrapped.kernel != name:
             raise RuntimeError(f"asked for the {name} kernel, got {envs[-1].unwrapped.kernel}")
