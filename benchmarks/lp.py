@@ -359,27 +359,18 @@ def _timed_construction(
 
 def format_lp_stages(rows: list[LPStages]) -> str:
     """Markdown table of :func:`lp_stages`: CPU seconds per stage, before and after."""
-    ref, fast = (next(r for r in rows if r.path == p) for p in ("reference", "fast"))
-    lean = next((r for r in rows if r.path == "lean"), None)
-    head = "| stage | reference path (before), CPU s | fast path (default), CPU s | speed-up |"
-    rule = "|---|---:|---:|---:|"
-    if lean is not None:
-        head += " lean QP (opt-in), CPU s |"
-        rule += "---:|"
-    lines = [head, rule]
+    ref, fast, lean = (next(r for r in rows if r.path == p)
+                       for p in ("reference", "fast", "lean"))
+    lines = ["| stage | reference path (before), CPU s | fast path (default), CPU s | speed-up "
+             "| lean QP (opt-in), CPU s |", "|---|---:|---:|---:|---:|"]
     for key, label in LP_STAGES.items():
         a, b = ref.seconds[key], fast.seconds[key]
         bold = "**" if key == "total" else ""
-        line = (f"| {bold}{label}{bold} | {a:.2f} | {bold}{b:.2f}{bold} "
-                f"| {a / b if b > 0 else float('inf'):.1f}x |")
-        if lean is not None:
-            line += f" {lean.seconds[key]:.2f} |"
-        lines.append(line)
+        lines.append(f"| {bold}{label}{bold} | {a:.2f} | {bold}{b:.2f}{bold} "
+                     f"| {a / b if b > 0 else float('inf'):.1f}x | {lean.seconds[key]:.2f} |")
     lines.append("")
     lines.append(f"The fast path's LP agrees with the reference path's: policy to "
                  f"{fast.policy_diff:.1e}, ψ to {fast.psi_diff:.1e}; polytope centres to "
                  f"{fast.centre_diff:.1e}.")
-    if lean is not None:
-        lines.append(f"The lean QP's: policy to {lean.policy_diff:.1e}, ψ to "
-                     f"{lean.psi_diff:.1e}.")
+    lines.append(f"The lean QP's: policy to {lean.policy_diff:.1e}, ψ to {lean.psi_diff:.1e}.")
     return "\n".join(lines)
